@@ -29,6 +29,24 @@ def _bound(b):
     return NULL if b is None else ffi.new("double *", float(max(min(b, 2**1000), -(2**1000))))
 
 
+def as_float(v) -> float:
+    """float(v); an int past a double is +/-Inf, as R reads 1e400 (float() raised OverflowError)."""
+    try:
+        return float(v)
+    except OverflowError:
+        return math.inf if v > 0 else -math.inf
+
+
+def show(v, kind=True):
+    """v in an error text as R's .arg_show shows it: one line, at most 80 characters, an int past
+    a double as R's 1e400 (Inf; spelled out it ran to 400 digits); the type first for the wrong
+    kind."""
+    if kind and isinstance(v, numbers.Integral) and math.isinf(as_float(v)):
+        return "Inf" if as_float(v) > 0 else "-Inf"
+    s = " ".join((repr(v) if kind else f"{type(v).__name__} {v!r}").split())
+    return s if len(s) <= 80 else s[:77] + "..."
+
+
 def _refused(rc):
     if rc:
         msg = ffi.string(lib.pg_last_error()).decode("utf-8", "replace")
@@ -54,8 +72,7 @@ def check_int(v, fn, arg, lo=None, hi=INT_MAX, rule=None, core=None):
     else:
         f = float(v) if kind else 0.0
         iv = int(f) if math.isfinite(f) and f.is_integer() else None
-    shown = repr(v) if kind else f"{type(v).__name__} {v!r}"
-    b = shown.encode("utf-8", "replace")
+    b = show(v, kind).encode("utf-8", "replace")
     _refused(core(f, b, not kind) if core else
              lib.pg_arg_int(fn.encode(), arg.encode(), f, _bound(lo), _bound(hi),
                             NULL if rule is None else rule.encode(), b, not kind))  # fmt: skip
@@ -67,10 +84,9 @@ def check_num(v, fn, arg, lo=None, hi=None, lo_open=False, hi_open=False):
     unbounded); ArgumentError for other kinds, PyggmlrValueError for NaN, +/-Inf or out of range
     (the core's rule and texts, pg_arg_num, as R's .arg_num)."""
     kind = not _is_bool(v) and isinstance(v, numbers.Real)
-    f = float(v) if kind else 0.0
-    shown = repr(v) if kind else f"{type(v).__name__} {v!r}"
+    f = as_float(v) if kind else 0.0  # 10**400: Inf (it raised OverflowError)
     _refused(lib.pg_arg_num(fn.encode(), arg.encode(), f, _bound(lo), _bound(hi), lo_open,
-                            hi_open, shown.encode("utf-8", "replace"), not kind))  # fmt: skip
+                            hi_open, show(v, kind).encode("utf-8", "replace"), not kind))  # fmt: skip
     return f
 
 

@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _core
-from ._args import INT_MAX, as_numeric, asarray, check_int
+from ._args import INT_MAX, as_float, as_numeric, asarray, check_int, show
 from ._core import ffi, lib
 from .errors import ArgumentError, PyggmlrValueError, ShapeError
 from .tensor import ArrayLike, Tensor, _as_tensor, _wrap
@@ -145,10 +145,10 @@ def ag_div(A: ArrayLike, B: ArrayLike) -> Tensor:
 def _scalar(v, name, arg):
     if not isinstance(v, (str, bytes)):
         try:
-            return float(v)
-        except (TypeError, ValueError, OverflowError):
+            return as_float(v)  # 10**400 is Inf, as R's 1e400 (it was refused)
+        except (TypeError, ValueError):
             pass
-    raise ArgumentError(f"{name}: '{arg}' must be a number, got {type(v).__name__}")
+    raise ArgumentError(f"{name}: '{arg}' must be a single number, got {show(v)}")  # R's text
 
 
 def ag_scale(x: ArrayLike, scalar: float) -> Tensor:
@@ -249,17 +249,10 @@ def ag_clamp(x: ArrayLike, lo: float = -np.inf, hi: float = np.inf) -> Tensor:
 
 
 def _dim(dim, name):
+    # the one integer rule (the core's, as R's): 1.0 is 1, "a" the wrong kind
     if dim is None:
         return 0
-    if (
-        isinstance(dim, (int, np.integer))
-        and not isinstance(dim, (bool, np.bool_))
-        and dim in (1, 2)
-    ):
-        return int(dim)
-    raise PyggmlrValueError(
-        f"{name}: dim must be None (all), 1 (per row) or 2 (per column), got {dim!r}"
-    )
+    return check_int(dim, name, "dim", 1, 2, rule="None (all), 1 (per row) or 2 (per column)")
 
 
 def ag_sum(x: ArrayLike, dim: Optional[int] = None, keepdim: bool = False) -> Tensor:
@@ -300,7 +293,15 @@ def ag_transpose(x: ArrayLike) -> Tensor:
     return _wrap(lib.pg_transpose(x._handle(op)))
 
 
-def ag_reshape(x: ArrayLike, nrow: Union[int, Sequence[int]], ncol: int = -1) -> Tensor:
+class _Inferred(int):  # ncol's default -1, told apart from a -1 the caller gives
+    def __repr__(self) -> str:
+        return "-1"
+
+
+_NCOL = _Inferred(-1)
+
+
+def ag_reshape(x: ArrayLike, nrow: Union[int, Sequence[int]], ncol: int = _NCOL) -> Tensor:
     """Column-major refill of x [r, c] to [nrow, ncol], as R's ``dim<-``.
 
     Args: x: a tensor or numeric data; nrow, ncol: whole numbers, one of them may be -1
@@ -311,11 +312,14 @@ def ag_reshape(x: ArrayLike, nrow: Union[int, Sequence[int]], ncol: int = -1) ->
     number or a pair has not 2 entries,
     ShapeError when nrow * ncol != r * c."""
     op = "ag_reshape"
-    if isinstance(nrow, (tuple, list)):  # ag_reshape(x, (r, c)) as the ggmlR vignette writes it
+    # ag_reshape(x, (r, c)) as the ggmlR vignette writes it; with ncol given too, a pair is a bad
+    # nrow (R's rule: it was ignored for ncol)
+    if isinstance(nrow, (tuple, list)) and ncol is _NCOL:
         if len(nrow) != 2:
             raise PyggmlrValueError(f"ag_reshape: a shape must be (nrow, ncol), got {nrow!r}")
         nrow, ncol = nrow
     x = _unary_arg(x, op)
+    ncol = -1 if ncol is _NCOL else ncol
     return _wrap(lib.pg_reshape(x._handle(op), _size(nrow, "nrow"), _size(ncol, "ncol")))
 
 
@@ -323,11 +327,6 @@ def _size(v, arg):
     # R's dims are integers: the same bound in both languages (the one integer rule)
     rule = f"an integer within +/-{INT_MAX} (-1: inferred from x's size)"
     return check_int(v, "ag_reshape", arg, -INT_MAX, INT_MAX, rule=rule)
-
-
-def _loss_pair(pred, target, name):
-    pred, target = _pair(pred, target, name)
-    return pred._handle(name), target
 
 
 def ag_mse_loss(pred: ArrayLike, target: ArrayLike) -> Tensor:
@@ -338,8 +337,8 @@ def ag_mse_loss(pred: ArrayLike, target: ArrayLike) -> Tensor:
     Returns: a [1, 1] tensor; gradient 2 (pred - target) / numel into pred.
     Raises: ShapeError when the shapes differ, DTypeError on mixed dtypes."""
     op = "ag_mse_loss"
-    p, t = _loss_pair(pred, target, op)
-    return _wrap(lib.pg_mse_loss(p, t._handle(op)))
+    p, t = _pair(pred, target, op)  # both held: plain pred data is a temporary tensor
+    return _wrap(lib.pg_mse_loss(p._handle(op), t._handle(op)))
 
 
 def ag_cross_entropy_loss(pred: ArrayLike, target: ArrayLike) -> Tensor:
@@ -352,8 +351,8 @@ def ag_cross_entropy_loss(pred: ArrayLike, target: ArrayLike) -> Tensor:
     Raises: ShapeError when the shapes differ, DTypeError on mixed dtypes. For logits use
     ag_softmax_cross_entropy_loss (fused and stable)."""
     op = "ag_cross_entropy_loss"
-    p, t = _loss_pair(pred, target, op)
-    return _wrap(lib.pg_cross_entropy_loss(p, t._handle(op)))
+    p, t = _pair(pred, target, op)  # both held: plain pred data is a temporary tensor
+    return _wrap(lib.pg_cross_entropy_loss(p._handle(op), t._handle(op)))
 
 
 def _class_ids(a, name, what="class ids"):
@@ -433,8 +432,8 @@ def _loss_number(v, op: str, arg: str, rule: str) -> float:
     """A loss's number option goes to the core, which checks its range with R's text; a
     non-number is refused here with the same words."""
     if isinstance(v, bool) or not isinstance(v, numbers.Real):
-        raise PyggmlrValueError(f"{op}: {arg} must be {rule}, got {v!r}")
-    return float(v)
+        raise PyggmlrValueError(f"{op}: {arg} must be {rule}, got {show(v)}")
+    return as_float(v)  # 10**400: Inf, refused by the core (it raised OverflowError)
 
 
 def _loss_weights(v, like: Tensor, op: str, arg: str) -> Optional[Tensor]:
@@ -462,13 +461,14 @@ def _ce_target(target, shape, logits, name):
         return _as_tensor(a, name, logits), False
     if a.ndim > 2 and sum(d != 1 for d in a.shape) > 1:
         raise ShapeError(
-            f"{name}: logits are [{shape[0]}x{shape[1]}] but target has shape {a.shape}; give a "
-            "one-hot matrix of the logits' shape or one class id per column"
+            f"{name}: logits are [{shape[0]}x{shape[1]}] but target is a "
+            f"{'x'.join(map(str, a.shape))} array; give a one-hot matrix of the logits' shape or "
+            "one class id per column"
         )
     if a.dtype.kind == "b":  # True / False are not class numbers (issue 19)
         raise ArgumentError(f"{name}: class ids must be 0-based integers, got booleans")
-    if a.dtype.kind not in "iuf":
-        raise ArgumentError(f"{name}: class ids must be integers, got dtype {a.dtype}")
+    if a.dtype.kind not in "iuf":  # R's text: target need not be ids
+        raise ArgumentError(f"{name}: target must be numeric, got dtype {a.dtype}")
     vec = a.ndim != 2
     a = a.reshape(1, -1) if vec else a
     return _as_tensor(np.asarray(a, dtype=np.float64), name, code=lib.PG_DTYPE_F64), vec
@@ -478,13 +478,11 @@ def _ce_target(target, shape, logits, name):
 
 
 def _rsub(self: Tensor, other: ArrayLike) -> Tensor:
-    a, b = _pair(other, self, "pyggmlr")
-    return _wrap(lib.pg_sub(a._handle(), b._handle()))
+    return ag_sub(other, self)  # its errors name ag_sub, as R's `-` does
 
 
 def _rdiv(self: Tensor, other: ArrayLike) -> Tensor:
-    a, b = _pair(other, self, "pyggmlr")
-    return _wrap(lib.pg_div(a._handle(), b._handle()))
+    return ag_div(other, self)
 
 
 def _mul(self: Tensor, other: ArrayLike) -> Tensor:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numbers
 from typing import Optional
 
+from ._args import as_float, show
 from ._core import lib
 from .errors import PyggmlrValueError
 from .ops import _loss_weights, _out, _pair
@@ -78,8 +79,10 @@ def ag_bce_with_logits_loss(
 def _delta(delta) -> float:
     """A number goes to the core, which checks it (finite, > 0) with R's message."""
     if isinstance(delta, bool) or not isinstance(delta, numbers.Real):
-        raise PyggmlrValueError(f"ag_huber_loss: delta must be a finite number > 0, got {delta!r}")
-    return float(delta)
+        raise PyggmlrValueError(
+            f"ag_huber_loss: delta must be a finite number > 0, got {show(delta)}"
+        )
+    return as_float(delta)  # 10**400: Inf, refused by the core (it raised OverflowError)
 
 
 def ag_huber_loss(pred: ArrayLike, target: ArrayLike, delta: float = 1.0) -> Tensor:

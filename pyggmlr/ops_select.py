@@ -14,7 +14,7 @@ import numpy as np
 from . import _core
 from ._args import asarray
 from ._core import ffi, lib
-from .errors import PyggmlrValueError
+from .errors import ArgumentError, PyggmlrValueError, ShapeError
 from .ops import _out, _pair, _unary_arg
 from .tensor import ArrayLike, Tensor, _as_tensor
 
@@ -60,18 +60,19 @@ def ag_log_softmax(x: ArrayLike) -> Tensor:
 def _gather_index(index: Any, ncol: int) -> np.ndarray:
     """ggmlR's checks of ag_gather's index, in its order and with its messages."""
     msg = "ag_gather: index must be numeric (0-based integers)"  # a ragged list too (ggmlR)
-    a = asarray(index, lambda e: PyggmlrValueError(msg))
+    a = asarray(index, lambda e: ArgumentError(msg))  # R's classes: the wrong kind, a shape
     if a.dtype.kind not in "iuf" or isinstance(index, (bool, np.bool_)):
-        raise PyggmlrValueError(msg)
+        raise ArgumentError(msg)
     a = a.reshape(-1)
     if a.size != ncol:
-        raise PyggmlrValueError(f"ag_gather: index has length {a.size}, x has {ncol} columns")
+        raise ShapeError(f"ag_gather: index has length {a.size}, x has {ncol} columns")
     if a.dtype.kind == "f":
         if np.isnan(a).any():
             raise PyggmlrValueError("ag_gather: index contains NA")
-        if (~np.isfinite(a)).any() or (a != np.round(a)).any():
+        if (a[np.isfinite(a)] != np.round(a[np.isfinite(a)])).any():
             raise PyggmlrValueError("ag_gather: index must be whole numbers (0-based)")
-    if a.size and np.abs(a).max() >= 2**62:  # out of range whatever nrow is: let the core say so
+    # +/-Inf (R: a whole number) and huge ids are out of range whatever nrow is: the core says so
+    if a.size and not (np.abs(a) < 2**62).all():
         a = np.full(a.size, -1)
     return np.ascontiguousarray(a, dtype=np.int64)
 

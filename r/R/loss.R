@@ -22,9 +22,11 @@ ag_bce_with_logits_loss <- function(logits, target, pos_weight = NULL) {
 # a loss's weights: an ag_tensor, or numbers as a column (the core checks length and values)
 .loss_weights <- function(v, op, arg) {
   if (is_ag_tensor(v)) return(v)
-  if (is.logical(v)) .arg_fail("argument", "%s: %s must be numbers, got booleans", op, arg)
-  if (!is.numeric(v))
-    .arg_fail("argument", "%s: %s must be numbers, got %s", op, arg, class(v)[1L])
+  # R's NA is logical: a missing number (the core refuses it as Python's NaN), not a boolean
+  if (is.logical(v) && !all(is.na(v)))
+    .arg_fail("argument", "%s: %s must be numbers, got booleans", op, arg)
+  if (!is.numeric(v) && !is.logical(v))  # Python's text (as_numeric)
+    .arg_fail("argument", "%s: %s must be numeric, got %s", op, arg, class(v)[1L])
   matrix(as.double(v), ncol = 1L)
 }
 

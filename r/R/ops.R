@@ -13,7 +13,7 @@ ag_div <- function(A, B) .Call(R_pg_div, A, B)
 .num1 <- function(v, op, arg) {
   if ((!is.numeric(v) && !is.logical(v)) || length(v) != 1L || (is.na(v) && !is.nan(v)))
     .arg_fail(if (length(v) == 1L && (is.numeric(v) || is.logical(v))) "value" else "argument",
-              "%s: '%s' must be a single number", op, arg)
+              "%s: '%s' must be a single number, got %s", op, arg, .arg_show(v))
   as.double(v)
 }
 
@@ -41,12 +41,10 @@ ag_pow <- function(x, p) .un(.pg$op[["POW"]], x, "ag_pow", .num1(p, "ag_pow", "p
 ag_clamp <- function(x, lo = -Inf, hi = Inf)
   .un(.pg$op[["CLAMP"]], x, "ag_clamp", .num1(lo, "ag_clamp", "lo"), .num1(hi, "ag_clamp", "hi"))
 
+# the one integer rule (the core's, as Python's): "a" is the wrong kind, 3 a bad value
 .dim_code <- function(dim, op) {
   if (is.null(dim)) return(0)
-  if ((is.numeric(dim)) && length(dim) == 1L && !is.na(dim) &&
-      dim %in% c(1, 2)) return(as.double(dim))
-  .arg_stop(sprintf("%s: dim must be NULL (all), 1 (per row) or 2 (per column)", op),
-            kind = "value")
+  as.double(.arg_int(dim, op, "dim", 1, 2, rule = "NULL (all), 1 (per row) or 2 (per column)"))
 }
 
 # dim = NULL: all -> [1,1]; dim = 1: per row -> [nrow,1]; dim = 2: per column -> [1,ncol].
@@ -57,6 +55,8 @@ ag_mean <- function(x, dim = NULL, keepdim = FALSE) .un(.pg$op[["MEAN"]], x, "ag
                                                         .dim_code(dim, "ag_mean"))
 ag_transpose <- function(x) .un(.pg$op[["TRANSPOSE"]], x, "ag_transpose")
 ag_reshape <- function(x, nrow, ncol = -1) {
+  if (missing(ncol) && is.numeric(nrow) && !length(nrow) %in% 1:2)  # Python's text and class
+    .arg_fail("value", "ag_reshape: a shape must be c(nrow, ncol), got %s", .arg_show(nrow))
   if (missing(ncol) && length(nrow) == 2L) { ncol <- nrow[[2L]]; nrow <- nrow[[1L]] }
   .un(.pg$op[["RESHAPE"]], x, "ag_reshape", .reshape_size(nrow, "nrow"),
       .reshape_size(ncol, "ncol"))
@@ -106,7 +106,7 @@ ag_softmax_cross_entropy_loss <- function(logits, target, weight = NULL, ignore_
     if (is.logical(target) && !identical(as.integer(td), dim(logits)))
       .arg_fail("argument", "%s: class ids must be 0-based integers, got booleans", op)
     if (!is.numeric(target) && !is.logical(target) || is.factor(target))
-      .arg_stop(sprintf("%s: target must be numeric", op))
+      .arg_fail("argument", "%s: target must be numeric, got %s", op, class(target)[1L])
     if (vec) target <- matrix(as.double(target), nrow = 1L)
   }
   if (is.null(weight) && is.null(ignore_index) && identical(label_smoothing, 0))

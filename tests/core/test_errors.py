@@ -77,10 +77,13 @@ def test_bad_reshape():
         pg.ag_reshape(x, 2.5, 2)
 
 
-@pytest.mark.parametrize("dim", [0, 3, -1, True, "rows", 1.5])
+@pytest.mark.parametrize("dim, exc", [(0, PyggmlrValueError), (3, PyggmlrValueError),
+                                      (-1, PyggmlrValueError), (1.5, PyggmlrValueError),
+                                      (True, ArgumentError), ("rows", ArgumentError)])  # fmt: skip
 @pytest.mark.parametrize("op", [pg.ag_sum, pg.ag_mean])
-def test_bad_dim(op, dim):
-    with pytest.raises(PyggmlrValueError, match="dim"):
+def test_bad_dim(op, dim, exc):
+    """the one integer rule (issue 29): a bad value, or the wrong kind"""
+    with pytest.raises(exc, match="dim"):
         op(pg.ag_tensor(np.ones((2, 3))), dim=dim)
 
 
