@@ -14,7 +14,7 @@ import numpy as np
 
 from .._args import check_flag
 from .._core import NULL, check, ffi, lib
-from ..conv import _args
+from ..conv import _args, _pair
 from ..errors import ArgumentError, PyggmlrValueError
 from ..ops import _out
 from ..tensor import ArrayLike, Tensor, _as_tensor, ag_param
@@ -39,6 +39,8 @@ def _check(
 ) -> Tuple[Any, int, int]:
     """The constructor's arguments checked once by the core (pg_conv_check, the texts R raises
     too); returns the argument vector and the channel counts."""
+    if a[4] is None:  # the op's kernel_size comes from its weight; a layer needs one (as R's)
+        _pair(None, fn, "kernel_size", dims, 1.0)
     v = _args(fn, dims, shape, *a)
     ci, co = _whole(cin, fn, "in_channels"), _whole(cout, fn, "out_channels")
     check(lib.pg_conv_check(ci, co, v, dims, transpose, fn.encode()))
