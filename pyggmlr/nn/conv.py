@@ -41,7 +41,7 @@ def _check(
     too); returns the argument vector and the channel counts."""
     if a[4] is None:  # the op's kernel_size comes from its weight; a layer needs one (as R's)
         _pair(None, fn, "kernel_size", dims, 1.0)
-    v = _args(fn, dims, shape, *a)
+    v = _args(fn, dims, shape, *a, groups_rule="an integer >= 1")  # pg_conv_check's words
     ci, co = _whole(cin, fn, "in_channels"), _whole(cout, fn, "out_channels")
     check(lib.pg_conv_check(ci, co, v, dims, transpose, fn.encode()))
     return v, int(ci), int(co)

@@ -127,3 +127,26 @@ def test_refused_constructors_draw_nothing():
         with pytest.raises(pg.PyggmlrError):
             call()
     assert np.array_equal(pg.random.get_state(), before)
+
+
+def test_conv_arguments_in_r_order():
+    _refuses(
+        lambda: pg.ag_conv2d(1, 2, 3, padding=True, dilation=None),
+        pg.ArgumentError,
+        "ag_conv2d: padding must be a number or a pair (H, W), got True",
+    )
+    _refuses(
+        lambda: pg.ag_conv_transpose2d(1, 2, 3, output_padding=True, groups=None),
+        pg.ArgumentError,
+        "ag_conv_transpose2d: output_padding must be a number or a pair (H, W), got True",
+    )
+    _refuses(
+        lambda: pg.ag_conv1d(1, 2, 3, groups="a"),
+        pg.ArgumentError,
+        "ag_conv1d: groups must be an integer >= 1, got 'a'",
+    )  # the core's value text's words
+    _refuses(
+        lambda: pg.ag_conv1d(1, 2, 3, groups=0),
+        pg.PyggmlrValueError,
+        "ag_conv1d: groups must be an integer >= 1, got 0",
+    )

@@ -50,6 +50,21 @@ _CASES = [  # (id, Python call, R call, Python type, Python text, R text or None
     ("conv kernel_size", lambda: pg.ag_conv1d(1, 2, None), "ag_conv1d(1, 2, NULL)",
      pg.ArgumentError, "ag_conv1d: kernel_size must be a number, got None",
      "ag_conv1d: kernel_size must be a number, got NULL"),
+    ("conv groups kind", lambda: pg.ag_conv2d(1, 2, 3, groups=[2]),
+     "ag_conv2d(1, 2, 3, groups = list(2))", pg.ArgumentError,
+     "ag_conv2d: groups must be an integer >= 1, got [2]",  # Python said "a whole number"
+     "ag_conv2d: groups must be an integer >= 1, got list(2)"),
+    ("conv order", lambda: pg.ag_conv1d(1, 2, 3, padding=True, dilation=True),
+     "ag_conv1d(1, 2, 3, padding = TRUE, dilation = TRUE)", pg.ArgumentError,
+     "ag_conv1d: padding must be a number, got True",  # Python named dilation first
+     "ag_conv1d: padding must be a number, got TRUE"),
+    ("conv transpose order",
+     lambda: pg.ag_conv_transpose1d_op(np.ones((4, 1)), np.ones((1, 1)), output_padding=True,
+                                       dilation=True),
+     "ag_conv_transpose1d_op(matrix(1, 4, 1), matrix(1, 1, 1), output_padding = TRUE, "
+     "dilation = TRUE)", pg.ArgumentError,
+     "ag_conv_transpose1d_op: dilation must be a number, got True",  # R named output_padding
+     "ag_conv_transpose1d_op: dilation must be a number, got TRUE"),
     ("normalization mean", lambda: pg.ag_normalization(mean=True, variance=[1.0]),
      "ag_normalization(mean = TRUE, variance = 1)", pg.ArgumentError,
      "ag_normalization: mean must be a non-empty numeric vector (one value per feature), got bool",

@@ -43,3 +43,9 @@ test_that("refused constructors change nothing (the random stream, the default d
   expect_error(ag_dtype("f16"), class = "pyggmlr_dtype_error")
   expect_identical(ag_default_dtype(), dt)
 })
+
+test_that("a transposed convolution op checks dilation before output_padding, as Python", {
+  refuses(ag_conv_transpose1d_op(matrix(1, 4, 1), matrix(1, 1, 1), output_padding = TRUE,
+                                 dilation = TRUE),
+          "ag_conv_transpose1d_op: dilation must be a number, got TRUE", "pyggmlr_argument_error")
+})
