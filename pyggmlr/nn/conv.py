@@ -139,7 +139,7 @@ class _ConvNd(Module):
         self.input_shape = None if input_shape is None else tuple(input_shape)
         fan_in = cin // g * math.prod(k)
         fans = (fan_in, cout * math.prod(k))  # torch's, from the weight (C_out, C_in/g, kH, kW)
-        what = f"for a [{cout}x{fan_in}] weight"
+        what = f"for a [{cout}x{fan_in:.0f}] weight"  # as R's (a double)
         with _layer_memory(fn, what, float(cout) * (fan_in + 1)):
             nb = cout if self.bias_flag else 0
             self.weight, self.bias = _conv_draw(self.init, fn, cout, fan_in, nb, fans)
@@ -315,7 +315,7 @@ class _ConvTransposeNd(_ConvNd):
         self.input_shape = None if input_shape is None else tuple(int(e) for e in input_shape)
         fan_in = cout // g * math.prod(self._k)  # torch: weight.size(1) * kH * kW
         fans = (fan_in, cin * math.prod(self._k))  # and weight.size(0) * kH * kW
-        with _layer_memory(fn, f"for a [{cin}x{fan_in}] weight", float(cin) * fan_in + cout):
+        with _layer_memory(fn, f"for a [{cin}x{fan_in:.0f}] weight", float(cin) * fan_in + cout):
             nb = cout if self.bias_flag else 0
             self.weight, self.bias = _conv_draw(self.init, fn, cin, fan_in, nb, fans)
         self.training = True

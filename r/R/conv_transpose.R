@@ -50,7 +50,7 @@ ag_conv_transpose1d_op <- function(x, weight, bias = NULL, stride = 1, padding =
   fans <- c(fan_in, v$cin * prod(v$k))  # and fan_out from its first
   e <- .layer(kind, sprintf("%s(%d, %d, %s%s)", kind, v$cin, v$cout, paste(v$k, collapse = "x"),
                             if (is.null(activation)) "" else paste0(", ", activation)))
-  .layer_memory(fn, sprintf("for a [%dx%d] weight", v$cin, as.integer(fan_in)),
+  .layer_memory(fn, sprintf("for a [%dx%.0f] weight", v$cin, fan_in),
                 as.double(v$cin) * fan_in + v$cout,
                 .conv_draw(e, init, fn, v$cin, fan_in, if (bias) v$cout else 0L, fans))
   e$in_channels <- v$cin

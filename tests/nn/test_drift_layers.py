@@ -150,3 +150,11 @@ def test_conv_arguments_in_r_order():
         pg.PyggmlrValueError,
         "ag_conv1d: groups must be an integer >= 1, got 0",
     )
+
+
+def test_huge_layer_counts_refused_at_once():
+    for kind in (pg.ag_lstm, pg.ag_gru, pg.ag_rnn):  # the count in closed form, not a loop
+        with pytest.raises(pg.PyggmlrMemoryError, match=r"num_layers = 2147483647 \("):
+            kind(2, 3, num_layers=2**31 - 1, bidirectional=True)
+    with pytest.raises(pg.PyggmlrMemoryError, match=r"for a \[1x4611686014132420608\] weight"):
+        pg.ag_conv_transpose2d(1, 1, 2**31 - 1)  # fan_in as R's double shows it

@@ -102,3 +102,19 @@ def test_same_refusal(call, rcall, exc, text, rtext):
         call()
     assert str(e.value) == text
     assert r.run(_R_RUN.format(call=rcall)) == [_R_CLASS[exc], rtext or text]
+
+
+@pytest.mark.parametrize("call, rcall, text", [
+    (lambda: pg.ag_gru(2, 3, num_layers=2**31 - 1), "ag_gru(2, 3, num_layers = 2^31 - 1)",
+     "ag_gru: out of memory for input_size = 2, hidden_size = 3, num_layers = 2147483647"),
+    (lambda: pg.ag_conv2d(1, 1, 2**31 - 1), "ag_conv2d(1, 1, 2^31 - 1)",  # R said [1xNA]
+     "ag_conv2d: out of memory for a [1x4611686014132420608] weight"),
+], ids=["recurrent layers", "conv fan_in"])  # fmt: skip
+def test_same_memory_refusal(call, rcall, text):
+    """refused at once (a stack of 2^31 - 1 layers was summed layer by layer: minutes), the same
+    text up to the memory figures, which change between the two calls"""
+    with pytest.raises(pg.PyggmlrMemoryError) as e:
+        call()
+    assert str(e.value).startswith(text + " (")
+    cls, msg = r.run(_R_RUN.format(call=rcall))
+    assert cls == "pyggmlr_memory_error" and msg.startswith(text + " (")

@@ -49,3 +49,12 @@ test_that("a transposed convolution op checks dilation before output_padding, as
                                  dilation = TRUE),
           "ag_conv_transpose1d_op: dilation must be a number, got TRUE", "pyggmlr_argument_error")
 })
+
+test_that("huge layer counts are refused at once, the sizes shown as Python's", {
+  for (f in list(ag_lstm, ag_gru, ag_rnn))  # the count in closed form, not a loop
+    expect_error(f(2, 3, num_layers = 2^31 - 1, bidirectional = TRUE),
+                 "num_layers = 2147483647 (", fixed = TRUE, class = "pyggmlr_memory_error")
+  expect_error(ag_conv_transpose2d(1, 1, 2^31 - 1),  # said [1xNA]
+               "for a [1x4611686014132420608] weight", fixed = TRUE,
+               class = "pyggmlr_memory_error")
+})
