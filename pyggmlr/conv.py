@@ -61,6 +61,7 @@ def _args(
     groups: Any,
     kernel_size: Any,
     output_padding: Any = None,
+    *,
     groups_rule: str = "a whole number >= 1",
 ) -> Any:
     """The core's argument vector (pg_api_conv.h's enum pg_conv_arg); output_padding: the

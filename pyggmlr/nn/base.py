@@ -15,7 +15,7 @@ from .. import _core
 from .. import tensor as _tensor
 from .._args import check_int
 from .._core import ffi, lib
-from ..errors import ArgumentError, DTypeError, PyggmlrMemoryError, PyggmlrValueError, ShapeError
+from ..errors import DTypeError, PyggmlrMemoryError, PyggmlrValueError, ShapeError
 from ..ops import ag_gelu, ag_relu, ag_sigmoid, ag_softmax, ag_tanh
 from ..random import runif
 from ..tensor import ArrayLike, Tensor, _wrap
