@@ -61,9 +61,12 @@ def _args(
     groups: Any,
     kernel_size: Any,
     output_padding: Any = None,
+    *,
+    groups_rule: str = "a whole number >= 1",
 ) -> Any:
     """The core's argument vector (pg_api_conv.h's enum pg_conv_arg); output_padding: the
-    transposed convolution's (None: 0)."""
+    transposed convolution's (None: 0); groups_rule: the core's word for groups (the op's
+    pg_conv_whole, a layer's pg_conv_check)."""
     a = ffi.new("double[]", lib.PG_CONV_NARGS)
     if input_shape is not None:
         want = 3 if dims == 2 else 2
@@ -82,7 +85,6 @@ def _args(
     if kernel_size is not None:
         a[lib.PG_CONV_KH], a[lib.PG_CONV_KW] = _pair(kernel_size, fn, "kernel_size", dims, 1.0)
     a[lib.PG_CONV_SH], a[lib.PG_CONV_SW] = _pair(stride, fn, "stride", dims, 1.0)
-    a[lib.PG_CONV_DH], a[lib.PG_CONV_DW] = _pair(dilation, fn, "dilation", dims, 1.0)
     if isinstance(padding, str):
         modes = {"same": lib.PG_CONV_PAD_SAME, "valid": lib.PG_CONV_PAD_VALID}
         if padding not in modes:
@@ -93,10 +95,12 @@ def _args(
         a[lib.PG_CONV_PAD_MODE] = modes[padding]
     else:
         a[lib.PG_CONV_PH], a[lib.PG_CONV_PW] = _pair(padding, fn, "padding", dims, 0.0)
-    a[lib.PG_CONV_GROUPS] = _num(groups, fn, "groups", "a whole number >= 1")
+    # R's order (padding, dilation, output_padding, groups): the same first refusal (issue 29)
+    a[lib.PG_CONV_DH], a[lib.PG_CONV_DW] = _pair(dilation, fn, "dilation", dims, 1.0)
     if output_padding is not None:
         op = _pair(output_padding, fn, "output_padding", dims, 0.0)
         a[lib.PG_CONV_OPH], a[lib.PG_CONV_OPW] = op
+    a[lib.PG_CONV_GROUPS] = _num(groups, fn, "groups", groups_rule)
     return a
 
 

@@ -78,14 +78,17 @@ def _as_matrix(data, who=""):
         ),
     )
     if a.dtype.kind not in "biuf":
-        raise DTypeError(f"{who}cannot make a tensor from data of dtype {a.dtype} (numbers only)")
+        raise DTypeError(  # R's text (r_util.c), the dtype for R's type
+            f"{who}expected a numeric matrix, vector or ag_tensor, got dtype {a.dtype}"
+        )
     if a.ndim == 0:
         a = a.reshape(1, 1)
     elif a.ndim == 1:
         a = a.reshape(-1, 1)  # an R vector becomes an [n, 1] column
     elif a.ndim != 2:
         raise ShapeError(
-            f"{who}tensors are 2-D matrices [features, batch]; got an array of shape {a.shape}"
+            f"{who}tensors are 2-D matrices [features, batch]; got a "
+            f"{'x'.join(map(str, a.shape))} array"  # as R's
         )
     if a.dtype == np.bool_:
         a = a.view(np.uint8)
@@ -511,8 +514,8 @@ def ag_tensor(data: Any, device: Optional[str] = None, dtype: Optional[str] = No
     array becomes an [n, 1] column, as in R. dtype: "f32" or "f64"; None = ag_default_dtype().
     device: "cpu" (None = ag_default_device()).
     """
-    _check_device(device)
-    code = _dtype_code(dtype)
+    _check_device(device, "ag_tensor")
+    code = _dtype_code(dtype, "ag_tensor")
     if isinstance(data, Tensor):
         if dtype is None:
             code = lib.pg_tensor_dtype(data._handle("ag_tensor"))
@@ -522,8 +525,8 @@ def ag_tensor(data: Any, device: Optional[str] = None, dtype: Optional[str] = No
 
 def ag_param(data: Any, device: Optional[str] = None, dtype: Optional[str] = None) -> Tensor:
     """Create a trainable tensor (requires_grad = True); arguments as ag_tensor()."""
-    _check_device(device)
-    code = _dtype_code(dtype)
+    _check_device(device, "ag_param")
+    code = _dtype_code(dtype, "ag_param")
     if isinstance(data, Tensor):
         t = ag_tensor(data, dtype=dtype)
     else:
@@ -544,7 +547,7 @@ def ag_dtype(dtype: Optional[str] = None) -> str:
     Without an argument, returns the current default."""
     prev = DTYPE_NAME[lib.pg_default_dtype()]
     if dtype is not None:
-        code = _dtype_code(dtype)
+        code = _dtype_code(dtype, "ag_dtype")
         _core.check(0 if lib.pg_set_default_dtype(code) >= 0 else 1)
     return prev
 
@@ -554,17 +557,18 @@ def ag_default_dtype() -> str:
     return DTYPE_NAME[lib.pg_default_dtype()]
 
 
-def _check_device(device):
+def _check_device(device, where):
+    """where: the public function the message names, as R's .check_device."""
     if device is not None and not isinstance(device, str):  # an array would compare elementwise
         raise PyggmlrValueError(
-            f"device must be 'cpu' or 'gpu', got {type(device).__name__} {device!r:.60}"
+            f"{where}(): device must be 'cpu' or 'gpu', got {type(device).__name__} {device!r:.60}"
         )
     if device is None or device == "cpu":
         return
     if device == "gpu":
         # ggmlR's text without a GPU backend (0.8.6 spec §11): scripts catch it to stay on the CPU
         raise DeviceError("No ggml backend available. Install Vulkan drivers or use device='cpu'.")
-    raise PyggmlrValueError(f"device must be 'cpu' or 'gpu', got {device!r}")
+    raise PyggmlrValueError(f"{where}(): device must be 'cpu' or 'gpu', got {device!r}")
 
 
 def ag_device(device: str) -> str:
@@ -572,7 +576,7 @@ def ag_device(device: str) -> str:
     global _device
     if not isinstance(device, str) or device not in ("cpu", "gpu"):
         raise PyggmlrValueError(f"ag_device(): device must be 'cpu' or 'gpu', got {device!r}")
-    _check_device(device)
+    _check_device(device, "ag_device")
     prev, _device = _device, device
     return prev
 
@@ -586,7 +590,7 @@ def ag_to_device(tensor: Tensor, device: str) -> Tensor:
     """Same device: the same object; another device: not available on this build."""
     if not isinstance(tensor, Tensor):
         raise ArgumentError(f"ag_to_device(): expected a tensor, got {type(tensor).__name__}")
-    _check_device(device)
+    _check_device(device, "ag_to_device")
     return tensor
 
 

@@ -15,7 +15,7 @@ from .. import _core
 from .. import tensor as _tensor
 from .._args import check_int
 from .._core import ffi, lib
-from ..errors import ArgumentError, PyggmlrMemoryError, PyggmlrValueError, ShapeError
+from ..errors import DTypeError, PyggmlrMemoryError, PyggmlrValueError, ShapeError
 from ..ops import ag_gelu, ag_relu, ag_sigmoid, ag_softmax, ag_tanh
 from ..random import runif
 from ..tensor import ArrayLike, Tensor, _wrap
@@ -36,8 +36,10 @@ def _as_tensor(x: Any, name: str, like: Optional[Tensor] = None) -> Tensor:
     if isinstance(x, Tensor):
         return x
     if isinstance(x, (np.ndarray, list, tuple, int, float)):
-        return _tensor._as_tensor(x, name, like, prefix=False)
-    raise ArgumentError(f"{name}: expected a tensor (or numeric array), got {type(x).__name__}")
+        return _tensor._as_tensor(x, name, like)  # errors name the layer, as R's .need_tensor
+    raise DTypeError(  # R's class and text
+        f"{name}: expected a numeric matrix, vector or ag_tensor, got {type(x).__name__}"
+    )
 
 
 def ag_slice_rows(x: ArrayLike, from_: int, n: int) -> Tensor:
@@ -45,8 +47,8 @@ def ag_slice_rows(x: ArrayLike, from_: int, n: int) -> Tensor:
 
     Args: x: a tensor or numeric data; from_: first row (0-based); n: number of rows.
     Returns: a new tensor [n, cols]; the gradient flows back into those rows of x.
-    Raises: ArgumentError when from_ or n is not an integer (or x not a tensor / array),
-    PyggmlrValueError when the rows are out of range."""
+    Raises: ArgumentError when from_ or n is not an integer, DTypeError when x is not a tensor
+    or numeric data, PyggmlrValueError when the rows are out of range."""
     x = _as_tensor(x, "ag_slice_rows")
     return _wrap(
         lib.pg_slice_rows(
@@ -60,8 +62,8 @@ def ag_concat_rows(a: ArrayLike, b: ArrayLike) -> Tensor:
 
     Args: a, b: tensors or numeric data with the same number of columns C.
     Returns: a new tensor [Ra + Rb, C].
-    Raises: ShapeError when the column counts differ, DTypeError on mixed dtypes, ArgumentError
-    when an operand is not a tensor or numeric array."""
+    Raises: ShapeError when the column counts differ, DTypeError on mixed dtypes or when an
+    operand is not a tensor or numeric array."""
     a = _as_tensor(a, "ag_concat_rows", b if isinstance(b, Tensor) else None)
     b = _as_tensor(b, "ag_concat_rows", a)
     return _wrap(lib.pg_concat_rows(a._p, b._p))
@@ -308,6 +310,7 @@ def _check_activation(activation: Any, fn: str) -> Optional[str]:
         not isinstance(activation, str) or activation not in _ACTIVATIONS
     ):
         raise PyggmlrValueError(
-            f"{fn}: activation must be one of {sorted(_ACTIVATIONS)} or None, got {activation!r}"
+            f"{fn}: activation must be one of {', '.join(map(repr, sorted(_ACTIVATIONS)))} or None, "
+            f"got {activation!r}"
         )
     return activation

@@ -14,7 +14,7 @@ import numpy as np
 
 from .._args import check_flag
 from .._core import NULL, check, ffi, lib
-from ..conv import _args
+from ..conv import _args, _pair
 from ..errors import ArgumentError, PyggmlrValueError
 from ..ops import _out
 from ..tensor import ArrayLike, Tensor, _as_tensor, ag_param
@@ -39,7 +39,9 @@ def _check(
 ) -> Tuple[Any, int, int]:
     """The constructor's arguments checked once by the core (pg_conv_check, the texts R raises
     too); returns the argument vector and the channel counts."""
-    v = _args(fn, dims, shape, *a)
+    if a[4] is None:  # the op's kernel_size comes from its weight; a layer needs one (as R's)
+        _pair(None, fn, "kernel_size", dims, 1.0)
+    v = _args(fn, dims, shape, *a, groups_rule="an integer >= 1")  # pg_conv_check's words
     ci, co = _whole(cin, fn, "in_channels"), _whole(cout, fn, "out_channels")
     check(lib.pg_conv_check(ci, co, v, dims, transpose, fn.encode()))
     return v, int(ci), int(co)
@@ -137,7 +139,7 @@ class _ConvNd(Module):
         self.input_shape = None if input_shape is None else tuple(input_shape)
         fan_in = cin // g * math.prod(k)
         fans = (fan_in, cout * math.prod(k))  # torch's, from the weight (C_out, C_in/g, kH, kW)
-        what = f"for a [{cout}x{fan_in}] weight"
+        what = f"for a [{cout}x{fan_in:.0f}] weight"  # as R's (a double)
         with _layer_memory(fn, what, float(cout) * (fan_in + 1)):
             nb = cout if self.bias_flag else 0
             self.weight, self.bias = _conv_draw(self.init, fn, cout, fan_in, nb, fans)
@@ -313,7 +315,7 @@ class _ConvTransposeNd(_ConvNd):
         self.input_shape = None if input_shape is None else tuple(int(e) for e in input_shape)
         fan_in = cout // g * math.prod(self._k)  # torch: weight.size(1) * kH * kW
         fans = (fan_in, cin * math.prod(self._k))  # and weight.size(0) * kH * kW
-        with _layer_memory(fn, f"for a [{cin}x{fan_in}] weight", float(cin) * fan_in + cout):
+        with _layer_memory(fn, f"for a [{cin}x{fan_in:.0f}] weight", float(cin) * fan_in + cout):
             nb = cout if self.bias_flag else 0
             self.weight, self.bias = _conv_draw(self.init, fn, cin, fan_in, nb, fans)
         self.training = True

@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Union
 import numpy as np
 
 from .. import _walk
-from .._args import check_int
+from .._args import check_int, check_num, match_arg
 from .._core import check, ffi, last_message, lib
 from ..errors import ArgumentError, PyggmlrValueError
 from ..ops import (
@@ -174,17 +174,13 @@ class ag_linear(Module):
             or not isinstance(gain, (int, float, np.integer, np.floating))
             or not math.isfinite(gain)
         ):
-            raise PyggmlrValueError(f"ag_linear: gain must be a single finite number, got {gain!r}")
+            raise PyggmlrValueError("ag_linear: gain must be a single finite number")  # ggmlR's
         gain = float(gain)
         if isinstance(init, str):
             # R's match.arg: a unique prefix ("orth") names an init
             hits = [k for k in _INITS if k.startswith(init)] if init else []
-            if init not in _INITS and len(hits) != 1:
-                raise PyggmlrValueError(
-                    f"ag_linear: init must be one of 'glorot_uniform', 'orthogonal', a callable (out, in) -> array "
-                    f"or a numeric array, got {init!r}"
-                )
-            init = init if init in _INITS else hits[0]
+            init = init if init in _INITS or len(hits) != 1 else hits[0]
+            init = match_arg(init, _INITS, "ag_linear", "init")  # R's text (match.arg's)
             w = (
                 _glorot(n_out, n_in, math.sqrt(6.0 / (n_in + n_out)))
                 if init == "glorot_uniform"
@@ -254,8 +250,8 @@ class ag_sequential(Module):
             raise ArgumentError("ag_sequential: needs at least one layer, got none")
         for i, layer in enumerate(layers, 1):
             if not callable(getattr(layer, "forward", None)):
-                raise ArgumentError(
-                    f"ag_sequential: layer {i} ({type(layer).__name__}) has no forward() method"
+                raise ArgumentError(  # R's text
+                    f"ag_sequential: layer {i} has no forward function (got {type(layer).__name__})"
                 )
             if getattr(layer, "return_state", False) is True:  # a tuple feeds no next layer
                 raise ArgumentError(
@@ -337,13 +333,7 @@ class ag_dropout(Module):
     kind = "dropout"
 
     def __init__(self, rate: float) -> None:
-        try:
-            rate = float(rate)
-        except (TypeError, ValueError):
-            raise ArgumentError(f"ag_dropout: rate must be a number, got {rate!r}") from None
-        if not (0.0 <= rate < 1.0):
-            raise PyggmlrValueError(f"ag_dropout: rate must satisfy 0 <= rate < 1, got {rate}")
-        self.rate = rate
+        self.rate = check_num(rate, "ag_dropout", "rate", 0, 1, hi_open=True)  # R's rule and text
         self.training = True
 
     @property

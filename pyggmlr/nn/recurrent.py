@@ -61,13 +61,9 @@ class _Recurrent(Module):
             self._mode = _MODES[self.kind]
         H, G, D = self.hidden_size, _GATES[self.kind], 2 if self.bidirectional else 1
         a = 1.0 / math.sqrt(H)  # torch's default: every tensor U(-1/sqrt(hidden), 1/sqrt(hidden))
-        n = (
-            sum(
-                (G * H * ((self.input_size if li == 0 else D * H) + H + (2 if self.bias else 0)))
-                for li in range(self.num_layers)
-            )
-            * D
-        )
+        b = 2 if self.bias else 0  # the values to allocate, closed form: a sum over
+        # num_layers = 2^31 - 1 layers hung before the memory check could refuse them (issue 29)
+        n = D * G * H * ((self.input_size + H + b) + (self.num_layers - 1) * (D * H + H + b))
         what = (
             f"for input_size = {self.input_size}, hidden_size = {H}, num_layers = {self.num_layers}"
         )

@@ -24,13 +24,18 @@ def _vec(v: Any, name: str, like: Optional[Tensor]) -> Tensor:
     """mean / variance as an [F, 1] tensor (a vector, or an [F, 1] / [1, F] matrix)."""
     if isinstance(v, Tensor):
         return ag_tensor(v)
-    a = np.asarray(v, dtype=np.float64) if not isinstance(v, (str, bytes)) else None
+    try:  # numbers only: True, "1" or a ragged list are refused as in R (not taken as 1.0)
+        a = np.asarray(v) if not isinstance(v, (str, bytes)) else None
+    except (ValueError, TypeError, OverflowError):
+        a = None
+    if a is None or a.dtype.kind not in "iuf":
+        a = None
     if a is None or a.ndim > 2 or (a.ndim == 2 and 1 not in a.shape) or a.size == 0:
         shape = list(a.shape) if a is not None else type(v).__name__
         raise ArgumentError(
             f"{FN}: {name} must be a non-empty numeric vector (one value per feature), got {shape}"
         )
-    return _as_tensor(a.reshape(-1, 1), FN, like)
+    return _as_tensor(a.astype(np.float64).reshape(-1, 1), FN, like)
 
 
 class ag_normalization(Module):

@@ -209,7 +209,7 @@ ag_images <- function(x, layout = "NCHW", dtype = ag_default_dtype()) {
   fans <- c(fan_in, cout * prod(k))  # torch's, from the weight (C_out, C_in/g, kH, kW)
   e <- .layer(kind, sprintf("%s(%d, %d, %s%s)", kind, cin, cout, paste(k, collapse = "x"),
                             if (is.null(activation)) "" else paste0(", ", activation)))
-  .layer_memory(fn, sprintf("for a [%dx%d] weight", cout, as.integer(fan_in)),
+  .layer_memory(fn, sprintf("for a [%dx%.0f] weight", cout, fan_in),
                 as.double(cout) * (fan_in + 1),
                 .conv_draw(e, init, fn, cout, fan_in, if (bias) cout else 0L, fans))
   e$in_channels <- cin

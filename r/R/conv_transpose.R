@@ -10,8 +10,8 @@
   kernel <- if (is.null(kernel_size)) NULL else .conv_pair(kernel_size, fn, "kernel_size", dims)
   st <- .conv_pair(stride, fn, "stride", dims)
   pad <- .conv_padding(padding, fn, dims)
+  dil <- .conv_pair(dilation, fn, "dilation", dims)  # the layer's order and Python's (issue 29)
   op <- .conv_pair(output_padding, fn, "output_padding", dims)
-  dil <- .conv_pair(dilation, fn, "dilation", dims)
   if (!is.numeric(groups) || length(groups) != 1L)
     .arg_fail("argument", "%s: groups must be a whole number >= 1, got %s", fn, .arg_show(groups))
   like <- Find(is_ag_tensor, list(x, weight, bias))
@@ -50,7 +50,7 @@ ag_conv_transpose1d_op <- function(x, weight, bias = NULL, stride = 1, padding =
   fans <- c(fan_in, v$cin * prod(v$k))  # and fan_out from its first
   e <- .layer(kind, sprintf("%s(%d, %d, %s%s)", kind, v$cin, v$cout, paste(v$k, collapse = "x"),
                             if (is.null(activation)) "" else paste0(", ", activation)))
-  .layer_memory(fn, sprintf("for a [%dx%d] weight", v$cin, as.integer(fan_in)),
+  .layer_memory(fn, sprintf("for a [%dx%.0f] weight", v$cin, fan_in),
                 as.double(v$cin) * fan_in + v$cout,
                 .conv_draw(e, init, fn, v$cin, fan_in, if (bias) v$cout else 0L, fans))
   e$in_channels <- v$cin

@@ -69,12 +69,12 @@
   }
   if (gain != 1)
     .arg_stop("ag_linear: gain applies to string inits only; scale a function or matrix init ",
-              "yourself")
+              "yourself", kind = "value")
   w <- if (is.function(init)) init(out, inp) else init
   if (is_ag_tensor(w)) w <- w$data
   if (!is.matrix(w) || !is.numeric(w))
     .arg_stop("ag_linear: init must be \"glorot_uniform\", \"orthogonal\", a function(out, in) ",
-              "or a numeric matrix")
+              "or a numeric matrix", kind = "value")
   if (!identical(dim(w), c(out, inp)))
     .arg_fail("shape", "ag_linear: init matrix is %dx%d, expected %dx%d (out x in)", nrow(w),
               ncol(w), out, inp)
@@ -93,7 +93,7 @@ ag_linear <- function(in_features, out_features, activation = NULL, init = "glor
   in_features <- .arg_int(in_features, "ag_linear", "in_features", 1L)
   out_features <- .arg_int(out_features, "ag_linear", "out_features", 1L)
   if (!is.numeric(gain) || length(gain) != 1L || !is.finite(gain))
-    .arg_stop("ag_linear: gain must be a single finite number")
+    .arg_stop("ag_linear: gain must be a single finite number", kind = "value")  # as the core's
   gain <- as.double(gain)
   act <- .act(activation)  # refused before anything is drawn
   .layer_memory("ag_linear", sprintf("for in_features = %d, out_features = %d (a [%dx%d] weight)",

@@ -32,9 +32,9 @@
   G <- .RNN_GATES[[kind]]
   D <- if (e$bidirectional) 2L else 1L
   a <- 1 / sqrt(H)  # torch's default: every tensor U(-1/sqrt(hidden), 1/sqrt(hidden))
-  n <- 0
-  for (l in seq_len(e$num_layers))
-    n <- n + D * G * H * ((if (l == 1L) e$input_size else D * H) + H + (if (e$bias) 2 else 0))
+  b <- if (e$bias) 2 else 0  # the values to allocate, closed form (doubles): a loop over
+  # num_layers = 2^31 - 1 layers hung before the memory check could refuse them (issue 29)
+  n <- as.double(D) * G * H * ((e$input_size + H + b) + (e$num_layers - 1) * (D * H + H + b))
   what <- sprintf("for input_size = %d, hidden_size = %d, num_layers = %d", e$input_size, H,
                   e$num_layers)
   params <- list()

@@ -39,8 +39,8 @@ names.ag_tensor <- function(x) union(.TENSOR_FIELDS,
   if (is.null(device) || identical(device, "cpu")) return(invisible())
   if (identical(device, "gpu"))  # ggmlR's text, classed as Python's DeviceError
     .arg_fail("device", "No ggml backend available. Install Vulkan drivers or use device='cpu'.")
-  .arg_fail("device", "%s(): device must be \"cpu\" or \"gpu\", got %s", where,
-            paste(format(device), collapse = " "))
+  .arg_fail("value", "%s(): device must be \"cpu\" or \"gpu\", got %s", where,
+            .arg_show(device))  # the value shown and classed as Python's (issue 29)
 }
 
 ag_tensor <- function(data, device = ag_default_device(), dtype = ag_default_dtype()) {

@@ -55,10 +55,13 @@ int r_matrix_dims(SEXP x, const char *op, const char *arg, int64_t *nr, int64_t 
                 op, arg, Rf_type2char(TYPEOF(dim)), (long long)nd);
         return -1;
     }
-    if (nd > 2) {
+    if (nd > 2) { /* the shape named as Python names it (issue 29): "got a 2x1x4x4 array" */
+        char shp[96] = "";
+        size_t at = 0;
+        for (R_xlen_t i = 0; i < nd && at < sizeof shp - 16; i++)
+            at += (size_t)snprintf(shp + at, sizeof shp - at, i ? "x%d" : "%d", INTEGER(dim)[i]);
         pg_fail(PG_STATUS_ERR_SHAPE,
-                "%s: tensors are 2-D matrices [features, batch]; got an array with %d dims", op,
-                (int)nd);
+                "%s: tensors are 2-D matrices [features, batch]; got a %s array", op, shp);
         return -1;
     }
     const int *d = INTEGER(dim);

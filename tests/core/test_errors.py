@@ -88,7 +88,7 @@ def test_bad_dim(op, dim, exc):
 
 
 def test_three_d_and_string_arrays():
-    with pytest.raises(ShapeError, match=r"\(2, 2, 2\)"):
+    with pytest.raises(ShapeError, match="got a 2x2x2 array"):
         pg.ag_tensor(np.zeros((2, 2, 2)))
     with pytest.raises(DTypeError):
         pg.ag_tensor(np.array([["a", "b"]]))

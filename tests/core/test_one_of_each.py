@@ -117,9 +117,11 @@ def test_one_conversion_to_tensor():
     assert t.dtype == "f64" and t.shape == (1, 2)
     assert _as_tensor(like) is like
     assert _as_tensor([1.0], code=pg._core.F64).dtype == "f64"
-    with pytest.raises(pg.DTypeError, match=r"^ag_x: cannot make a tensor"):
+    with pytest.raises(
+        pg.DTypeError, match=r"^ag_x: expected a numeric matrix, vector or ag_tensor"
+    ):
         _as_tensor(["a"], "ag_x")
-    with pytest.raises(pg.DTypeError, match=r"^cannot make a tensor"):
+    with pytest.raises(pg.DTypeError, match=r"^expected a numeric matrix, vector or ag_tensor"):
         _as_tensor(["a"], "ag_x", prefix=False)
 
 

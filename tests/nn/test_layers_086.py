@@ -138,7 +138,10 @@ def test_linear_init_checks_before_any_draw():
         (dict(gain=True), "gain must be a single finite number"),
         (dict(gain=[1, 2]), "gain must be a single finite number"),
         (dict(gain=float("inf")), "gain must be a single finite number"),
-        (dict(init="xavier"), "init must be one of 'glorot_uniform', 'orthogonal'"),
+        (
+            dict(init="xavier"),
+            "'arg' should be one of \u201cglorot_uniform\u201d, \u201corthogonal\u201d",
+        ),
         (dict(init=np.ones((3, 2)), gain=2), "gain applies to string inits only"),
         (dict(init=lambda o, i: np.ones((o, i)), gain=0.5), "gain applies to string inits only"),
         (dict(init=lambda o, i: "x"), "a function\\(out, in\\) or a numeric matrix"),

@@ -340,6 +340,6 @@ test_that("dtype and device errors are classed, as Python's DTypeError and Devic
   expect_error(ag_tensor(1, dtype = "int8"), class = "pyggmlr_dtype_error")
   expect_error(ag_tensor(1, device = "gpu"), class = "pyggmlr_device_error",
                regexp = "No ggml backend available")
-  expect_error(ag_param(1, device = "tpu"), class = "pyggmlr_device_error",
+  expect_error(ag_param(1, device = "tpu"), class = "pyggmlr_value_error",
                regexp = "ag_param(): device must be", fixed = TRUE)
 })
