@@ -168,12 +168,13 @@ static int bin_fw(pg_node *n)
     int kind = (int)n->ip[0];
     int whole_a = a->ne[0] == R && a->ne[1] == C, whole_b = b->ne[0] == R && b->ne[1] == C;
     int one_a = a->ne[0] == 1 && a->ne[1] == 1, one_b = b->ne[0] == 1 && b->ne[1] == 1;
-    if ((whole_a && (whole_b || one_b)) || (one_a && whole_b))
-        pg_ew_bin(a->dtype, kind, pg_data(a), 0, pg_data(b), 0, pg_data(out), R * C, 1,
-                  whole_a && whole_b ? PG_EW_VV : whole_a ? PG_EW_VS : PG_EW_SV);
-    else
-        pg_ew_bin(a->dtype, kind, pg_data(a), sa.cs, pg_data(b), sb.cs, pg_data(out), R, C,
-                  sa.rs == 1 && sb.rs == 1 ? PG_EW_VV : sa.rs == 1 ? PG_EW_VS : PG_EW_SV);
+    if ((whole_a && (whole_b || one_b)) || (one_a && whole_b)) {
+        int mode = !whole_a ? PG_EW_SV : whole_b ? PG_EW_VV : PG_EW_VS;
+        pg_ew_bin(a->dtype, kind, pg_data(a), 0, pg_data(b), 0, pg_data(out), R * C, 1, mode);
+    } else {
+        int mode = sa.rs == 0 ? PG_EW_SV : sb.rs == 1 ? PG_EW_VV : PG_EW_VS;
+        pg_ew_bin(a->dtype, kind, pg_data(a), sa.cs, pg_data(b), sb.cs, pg_data(out), R, C, mode);
+    }
     return 0;
 }
 

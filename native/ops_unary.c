@@ -116,9 +116,7 @@ static int unary_bw(pg_node *n, pg_tensor *g)
 int pg_unary_act(int dtype, int op, const void *x, void *y, int64_t n)
 {
     switch (op) {
-    case PG_UNARY_OP_RELU:
-        pg_ew_relu(dtype, x, y, n);
-        return 1;
+    case PG_UNARY_OP_RELU: pg_ew_relu(dtype, x, y, n); return 1;
     case PG_UNARY_OP_SIGMOID: pg_vsigmoid(dtype, x, y, n); return 1;
     case PG_UNARY_OP_TANH: pg_vtanh(dtype, x, y, n); return 1;
     default: return 0;

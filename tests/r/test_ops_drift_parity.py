@@ -30,7 +30,7 @@ def _x():
 
 _CASES = [  # (id, Python call on x, R call on x, Python type, Python text, R text or None: the same)
     ("rsub", lambda x: "a" - x, '"a" - x', pg.DTypeError,  # Python named "pyggmlr"
-     "ag_sub: cannot make a tensor from data of dtype <U1 (numbers only)",
+     "ag_sub: expected a numeric matrix, vector or ag_tensor, got dtype <U1",
      "ag_sub: expected a numeric matrix, vector or ag_tensor, got character"),
     ("scale str", lambda x: pg.ag_scale(x, "a"), 'ag_scale(x, "a")', pg.ArgumentError,
      "ag_scale: 'scalar' must be a single number, got 'a'",
