@@ -1,4 +1,7 @@
-"""The R condition class of each Python exception type (the parity tier compares both)."""
+"""The R condition class of each Python exception type (the parity tier compares both), and the
+drift tests' check that a call is refused alike in both languages."""
+
+import pytest
 
 import pyggmlr as pg
 
@@ -10,3 +13,19 @@ R_CLASS = {
     pg.StateError: "pyggmlr_state_error",
     pg.ArgumentError: "pyggmlr_argument_error",
 }
+
+
+_R_RUN = """tryCatch({{ {setup}{call}; list("none", "") }},
+         error = function(e) list(class(e)[[1L]], conditionMessage(e)))"""
+
+
+def same_refusal(call, rcall, exc, text, rtext=None, setup="", **inputs):
+    """call() raises exactly exc with text; R's rcall (after the R code setup, with inputs bound)
+    raises exc's R class with rtext (None: the same text)."""
+    from pyggmlr import r
+
+    with pytest.raises(exc) as e:
+        call()
+    assert type(e.value) is exc and str(e.value) == text
+    got = r.run(_R_RUN.format(setup=setup, call=rcall), **inputs)
+    assert got == [R_CLASS[exc], rtext or text]

@@ -12,7 +12,7 @@ if not r.available():
 
 pytestmark = pytest.mark.parity  # embeds R (rpy2): not in the sanitized run, which cannot host R
 
-from _rclass import R_CLASS as _R_CLASS  # noqa: E402
+from _rclass import same_refusal  # noqa: E402
 
 import pyggmlr as pg  # noqa: E402
 
@@ -31,8 +31,6 @@ class _Cat:  # a pandas Categorical, duck-typed (fit/labels.py)
 
 
 _R_NO_FORWARD = "list(parameters = function() list(W = ag_param(matrix(1, 2, 2))))"
-_R_RUN = """tryCatch({{ {call}; list("none", "") }},
-         error = function(e) list(class(e)[[1L]], conditionMessage(e)))"""
 
 _CASES = [  # (id, Python call, R call, Python type, Python text, R text or None: the same)
     ("predict", lambda: pg.ag_predict(3, _X), "ag_predict(3, x)", pg.ArgumentError,
@@ -156,10 +154,7 @@ _CASES = [  # (id, Python call, R call, Python type, Python text, R text or None
 @pytest.mark.parametrize("call, rcall, exc, text, rtext", [c[1:] for c in _CASES],
                          ids=[c[0] for c in _CASES])  # fmt: skip
 def test_same_refusal(call, rcall, exc, text, rtext):
-    with pytest.raises(exc) as e:
-        call()
-    assert str(e.value) == text
-    assert r.run(_R_RUN.format(call=rcall), x=_X, y=_Y) == [_R_CLASS[exc], rtext or text]
+    same_refusal(call, rcall, exc, text, rtext, x=_X, y=_Y)
 
 
 @pytest.mark.parametrize("kw, rkw, best", [

@@ -12,13 +12,11 @@ if not r.available():
 
 pytestmark = pytest.mark.parity  # embeds R (rpy2): not in the sanitized run, which cannot host R
 
-from _rclass import R_CLASS as _R_CLASS  # noqa: E402
+from _rclass import same_refusal  # noqa: E402
 
 import pyggmlr as pg  # noqa: E402
 
 _M = np.arange(1.0, 7).reshape((2, 3), order="F")
-_R_RUN = """tryCatch({{ x <- ag_param(m); {call}; list("none", "") }},
-         error = function(e) list(class(e)[[1L]], conditionMessage(e)))"""
 _CE = "ag_softmax_cross_entropy_loss"
 _RESHAPE = "ag_reshape: nrow must be an integer within +/-2147483647 (-1: inferred from x's size)"
 _DIM = "dim must be {} (all), 1 (per row) or 2 (per column), got "
@@ -89,11 +87,7 @@ _CASES = [  # (id, Python call on x, R call on x, Python type, Python text, R te
 @pytest.mark.parametrize("call, rcall, exc, text, rtext", [c[1:] for c in _CASES],
                          ids=[c[0] for c in _CASES])  # fmt: skip
 def test_same_refusal(call, rcall, exc, text, rtext):
-    x = _x()
-    with pytest.raises(exc) as e:
-        call(x)
-    assert type(e.value) is exc and str(e.value) == text
-    assert r.run(_R_RUN.format(call=rcall), m=_M) == [_R_CLASS[exc], rtext or text]
+    same_refusal(lambda: call(_x()), rcall, exc, text, rtext, setup="x <- ag_param(m); ", m=_M)
 
 
 @pytest.mark.parametrize("call, rcall", [
