@@ -28,8 +28,9 @@ products run back to back here, so its workers are still awake from the previous
 64 and 256, the transformer block (vocabulary 1000, D 256, 4 heads, 128 tokens: projections,
 FFN, LM head, the per-head attention products of native/ops_mha.c) and the LSTM / GRU of
 bench/bench_rnn.py (hidden 64, 8 features, sequence 32, batch 32: native/ops_rnn*.c), single
-thread, built-in (and AVX2) against OpenBLAS only, with each one's spread (slowest / fastest
-round) and the shapes whose built-in / OpenBLAS ratio exceeds 1/0.9. Writes
+thread, built-in (and AVX2) against OpenBLAS only, timed in alternating rounds (built-in,
+OpenBLAS, AVX2, built-in, ...) so that the VM's drift hits every column alike, with each one's
+spread (slowest / fastest round) and the shapes whose built-in / OpenBLAS ratio exceeds 1/0.9. Writes
 bench/results/bench_gemm_models.json. For an AVX2 machine's pair on an AVX-512 one, read the
 avx2/ob column of a run with BENCH_KEEP_OPENBLAS_ENV=1 OPENBLAS_CORETYPE=Haswell.
 
@@ -207,11 +208,36 @@ def openblas_time(fn, threads=1, spread=None):
         pg.ag_set_threads(1)
 
 
+def interleaved(fn, sets):
+    """(median seconds a call, slowest / fastest round) for each (blas, kernel) in sets, timed
+    round-robin (REPEATS rounds, each set about SECONDS a round): this VM's speed drifts up to 2x
+    within minutes, which then hits every column of a row alike."""
+    per = [[] for _ in sets]
+    reps = 1
+    for r in range(REPEATS + 1):  # round 0 warms each set and sizes reps
+        for i, (blas, kernel) in enumerate(sets):
+            pg.ag_set_blas(blas)
+            lib.pg_gemm_kernel_select(kernel)
+            fn()
+            t = time.perf_counter()
+            for _ in range(reps):
+                fn()
+            dt = (time.perf_counter() - t) / reps
+            if r:
+                per[i].append(dt)
+            elif i == 0:
+                reps = max(1, int(SECONDS / max(dt, 1e-7)))
+    lib.pg_gemm_kernel_select(-1)
+    return [(sorted(p)[len(p) // 2], max(p) / min(p)) for p in per]
+
+
 def main_models(best, core):
     """--shapes models: every GEMM of the models, built-in (and AVX2) / OpenBLAS, one thread."""
     rng = np.random.default_rng(0)
     rows, slow = [], []
-    print(f"CPU: {cpu_name()}; one thread; medians of {REPEATS}; spread = slowest / fastest round")
+    print(
+        f"CPU: {cpu_name()}; one thread; medians of {REPEATS} interleaved rounds; spread = slowest / fastest round"
+    )
     print(f"built-in kernel: {KERNELS[best]}; OpenBLAS core: {core or '-'}")
     head = (
         f"{'shape':<24} {'m':>5} {'k':>5} {'n':>5} {'op':<3} {'dt':<4} {'builtin ms':>10} {'sprd':>5} "
@@ -223,10 +249,9 @@ def main_models(best, core):
         for name, m, k, n, layout in MODEL_SHAPES:
             a, b = operands(m, k, n, layout, npdt, rng)
             fn = pyggmlr_fn(a, b, layout, dt)
-            sp_bi, sp_ob = [], []
-            t_bi = builtin_time(fn, best, spread=sp_bi)
-            t_avx2 = builtin_time(fn, 1) if best == 2 else None
-            t_ob = openblas_time(fn, spread=sp_ob)
+            sets = [("builtin", best), ("openblas", -1)] + ([("builtin", 1)] if best == 2 else [])
+            (t_bi, sp_bi), (t_ob, sp_ob), *t2 = interleaved(fn, sets)
+            t_avx2 = t2[0][0] if t2 else None
             r = t_bi / t_ob
             r2 = t_avx2 / t_ob if t_avx2 else None
             rows.append(
@@ -239,22 +264,23 @@ def main_models(best, core):
                     "dtype": dt,
                     "builtin_kernel": KERNELS[best],
                     "builtin_s": t_bi,
-                    "builtin_spread": sp_bi[0],
+                    "builtin_spread": sp_bi,
                     "builtin_avx2_s": t_avx2,
                     "openblas_core": core,
                     "openblas_s": t_ob,
-                    "openblas_spread": sp_ob[0],
+                    "openblas_spread": sp_ob,
                     "ratio_builtin_openblas": r,
                     "ratio_avx2_openblas": r2,
                 }
             )
-            if r > 1 / 0.9 or (r2 and r2 > 1 / 0.9):
+            # the AVX2 column stands for an AVX2 machine only against OpenBLAS's AVX2 kernels
+            if r > 1 / 0.9 or (r2 and core == "Haswell" and r2 > 1 / 0.9):
                 slow.append(f"{name} {dt} ({r:.2f}" + (f", avx2 {r2:.2f})" if r2 else ")"))
             avx2 = f"{t_avx2 * 1e3:8.4f}" if t_avx2 else f"{'-':>8}"
             r2s = f"{r2:7.2f}" if r2 else f"{'-':>7}"
             print(
-                f"{name:<24} {m:5d} {k:5d} {n:5d} {layout:<3} {dt:<4} {t_bi * 1e3:10.4f} {sp_bi[0]:5.2f} "
-                f"{avx2} {t_ob * 1e3:11.4f} {sp_ob[0]:5.2f} {r:6.2f} {r2s}",
+                f"{name:<24} {m:5d} {k:5d} {n:5d} {layout:<3} {dt:<4} {t_bi * 1e3:10.4f} {sp_bi:5.2f} "
+                f"{avx2} {t_ob * 1e3:11.4f} {sp_ob:5.2f} {r:6.2f} {r2s}",
                 flush=True,
             )
     print("above 1/0.9 of OpenBLAS: " + ("; ".join(slow) if slow else "none"))

@@ -248,7 +248,9 @@ GEMM_DIRECT(double)
  * unswapped from rows 128 KiB or more apart over a k block (dW = G X^T of wide layers): each
  * row tile walks that span again, and packing B once was 1.1-1.6x faster there. On AVX-512,
  * twice the rows a tile, AMD's Zen lost nothing; an Intel Xeon (Emerald Rapids) did, from 8
- * row tiles (m >= 16 vectors) on. Speed only: both paths give the same bits. */
+ * row tiles (m >= 16 vectors) on and once the row tiles re-walk 3 MiB or more of B in all
+ * (below that the direct path was 1.1-1.2x faster there: 256 x 256 from k 128, f32).
+ * Speed only: both paths give the same bits. */
 static int path_sel = -1; /* pg_gemm_path_select: -1 by size, 0 packed, 1 direct */
 int pg_gemm_path_select(int which)
 {
@@ -260,7 +262,9 @@ static int direct_pays(int ta, int tb, int64_t m, int64_t n, int64_t k, int64_t 
 {
     if (path_sel >= 0) return path_sel;
     double span = (double)(k < DK_KC ? k : DK_KC) * (double)ldb * (double)es;
-    int rewalks = pg_gemm_ksel == 1 || (pg_gemm_ksel == 2 && pg_gemm_intel && m >= 16 * vl);
+    int rewalks = pg_gemm_ksel == 1 ||
+        (pg_gemm_ksel == 2 && pg_gemm_intel && m >= 16 * vl &&
+         (double)m / (2 * vl) * span >= 3145728.0);
     if (rewalks && tb && span >= 131072.0 && !direct_swap(ta, tb, m, n, k, vl, es)) return 0;
     return ((double)m * (double)k + (double)k * (double)n + (double)m * (double)n) * (double)es <=
         4194304.0;
