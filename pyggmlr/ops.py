@@ -485,6 +485,18 @@ def _rdiv(self: Tensor, other: ArrayLike) -> Tensor:
     return ag_div(other, self)
 
 
+def _pow(self: Tensor, p: Any) -> Tensor:
+    """x ** p with R's `^` rule: a single number (NaN reaches ag_pow's check), else its text"""
+    if isinstance(p, (numbers.Real, np.bool_)) or (
+        isinstance(p, np.ndarray) and p.ndim == 0 and p.dtype.kind in "biuf"
+    ):
+        return ag_pow(self, p)
+    raise ArgumentError(
+        "ag_tensor: '**' needs a tensor base and a single-number exponent (x ** p); for b ** x "
+        "use ag_exp(x * math.log(b))"
+    )
+
+
 def _mul(self: Tensor, other: ArrayLike) -> Tensor:
     if isinstance(other, (int, float)) and not isinstance(other, bool):
         return _out(lib.pg_scale(self._handle(), float(other)))

@@ -458,7 +458,10 @@ class Tensor:
     __rmul__ = __mul__
 
     def __pow__(self, p: float) -> Tensor:
-        return _ops.ag_pow(self, p)
+        return _ops._pow(self, p)
+
+    def __rpow__(self, b: Any) -> Tensor:  # b ** x: refused with R's `^` text too
+        return _ops._pow(self, None)
 
     def __truediv__(self, other: ArrayLike) -> Tensor:
         return _ops.ag_div(self, other)

@@ -30,6 +30,16 @@ _CASES = [  # (id, Python call on x, R call on x, Python type, Python text, R te
     ("rsub", lambda x: "a" - x, '"a" - x', pg.DTypeError,  # Python named "pyggmlr"
      "ag_sub: expected a numeric matrix, vector or ag_tensor, got dtype <U1",
      "ag_sub: expected a numeric matrix, vector or ag_tensor, got character"),
+    ("pow str", lambda x: x ** "a", 'x ^ "a"', pg.ArgumentError,  # Python named ag_pow
+     "ag_tensor: '**' needs a tensor base and a single-number exponent (x ** p); for b ** x use "
+     "ag_exp(x * math.log(b))",
+     "ag_tensor: '^' needs a tensor base and a single-number exponent (x ^ p); for b ^ x use "
+     "ag_exp(x * log(b))"),
+    ("rpow", lambda x: 2 ** x, "2 ^ x", pg.ArgumentError,  # Python: a bare TypeError
+     "ag_tensor: '**' needs a tensor base and a single-number exponent (x ** p); for b ** x use "
+     "ag_exp(x * math.log(b))",
+     "ag_tensor: '^' needs a tensor base and a single-number exponent (x ^ p); for b ^ x use "
+     "ag_exp(x * log(b))"),
     ("scale str", lambda x: pg.ag_scale(x, "a"), 'ag_scale(x, "a")', pg.ArgumentError,
      "ag_scale: 'scalar' must be a single number, got 'a'",
      "ag_scale: 'scalar' must be a single number, got \"a\""),
@@ -100,6 +110,8 @@ def test_same_refusal(call, rcall, exc, text, rtext):
     (lambda x: 1 - x, "1 - x"),
     (lambda x: pg.ag_scale(x, 10**400), "ag_scale(x, 1e400)"),  # Python refused 10**400
     (lambda x: pg.ag_pow(x, -(10**400)), "ag_pow(x, -1e400)"),
+    (lambda x: x ** np.float32(2), "x ^ 2"),  # numpy scalars and NaN: single numbers, as R's
+    (lambda x: x ** np.nan, "x ^ NaN"),
 ])  # fmt: skip
 def test_same_value(call, rcall):
     got = call(_x()).numpy()

@@ -30,6 +30,17 @@ test_that("scalar arguments name the value given", {
               "ag_scale: 'scalar' must be a single number, got NA")
 })
 
+test_that("`^` has its own rule and text, as Python's `**`", {
+  x <- ops_x()
+  txt <- paste0("ag_tensor: '^' needs a tensor base and a single-number exponent (x ^ p); for ",
+                "b ^ x use ag_exp(x * log(b))")
+  for (f in list(function() x ^ "a", function() x ^ c(1, 2), function() x ^ x, function() 2 ^ x))
+    ops_refused(f(), "pyggmlr_argument_error", txt)
+  expect_equal((x ^ 2)$data, x$data ^ 2)
+  expect_equal((x ^ TRUE)$data, x$data)
+  expect_equal((x ^ NaN)$data, x$data ^ NaN)  # NaN reaches ag_pow, as Python's
+})
+
 test_that("dim of ag_sum / ag_mean is the one integer rule", {
   rule <- "ag_sum: dim must be NULL (all), 1 (per row) or 2 (per column), got "
   ops_refused(ag_sum(ops_x(), 3), "pyggmlr_value_error", paste0(rule, "3"))
