@@ -128,7 +128,10 @@ static const char *ce_hint(void *p)
         for (R_xlen_t j = 0; j < n; j++) v[j] = INTEGER(T)[j] == NA_INTEGER ? NAN : INTEGER(T)[j];
         ids = v;
     }
-    return ids ? pg_fit_one_based_hint(ids, (int64_t)n, pg_tensor_nrow(c->l)) : NULL;
+    /* the loss takes no factor (ag_fit's hint offers one) */
+    return ids && pg_fit_one_based_hint(ids, (int64_t)n, pg_tensor_nrow(c->l))
+        ? "class ids are 0-based: pass as.integer(f) - 1L"
+        : NULL;
 }
 
 /* A failed softmax CE (the target's conversion, the weights or the loss): the core's error and
