@@ -381,7 +381,7 @@ static int embedding_bw(pg_node *n, pg_tensor *g)
     return 0;
 }
 
-pg_tensor *pg_embedding(pg_tensor *weight, const int64_t *idx, int64_t n)
+pg_tensor *pg_embedding(pg_tensor *weight, const double *idx, int64_t n)
 {
     const char *op = "ag_embedding";
     if (pg_not_live(weight, op, "weight")) return NULL;
@@ -389,20 +389,13 @@ pg_tensor *pg_embedding(pg_tensor *weight, const int64_t *idx, int64_t n)
         return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: number of ids must be >= 0, got %lld", op,
                             (long long)n);
     if (n > 0 && !idx) return pg_fail_null(PG_STATUS_ERR_ARG, "%s: ids pointer is NULL", op);
-    const int64_t V = weight->ne[1];
-    for (int64_t k = 0; k < n; k++)
-        if (idx[k] < 0 || idx[k] >= V)
-            return pg_fail_null(PG_STATUS_ERR_VALUE,
-                                "%s: id %lld at position %lld is out of range: ids are 0-based and "
-                                "must be in [0, %lld) for weight %s",
-                                op, (long long)idx[k], (long long)(k + pg_index_base()),
-                                (long long)V, pg_desc(weight));
     /* the ids become a tensor the node reads on every run: a compiled graph keeps it as a
-     * constant and replays the op (exact in f64 for ids < 2^53) */
+     * constant and replays the op (exact in f64 for ids < 2^53). Doubles, so that an id past
+     * any integer type is named as given; the range check and its text are the tensor path's
+     * (pg_ids_check, before the op records anything). */
     pg_tensor *ids = pg_new(PG_DTYPE_F64, 1, n, PG_MEM_CATEGORY_SAVED);
     if (!ids) return NULL;
-    double *ip = pg_data(ids);
-    for (int64_t k = 0; k < n; k++) ip[k] = (double)idx[k];
+    if (n > 0) memcpy(pg_data(ids), idx, (size_t)n * sizeof(double));
     pg_tensor *out = pg_embedding_ids(weight, ids);
     pg_tensor_release(ids);
     return out;

@@ -21,7 +21,7 @@ pg_tensor *pg_layer_norm(pg_tensor *x, pg_tensor *gamma, pg_tensor *beta, double
 /* Embedding lookup: weight [D, V], idx[0..n) 0-based ids in [0, V) -> [D, n], column k being
  * weight[, idx[k]]. Backward scatter-adds the gradient's columns into dweight (repeated ids
  * accumulate). */
-pg_tensor *pg_embedding(pg_tensor *weight, const int64_t *idx, int64_t n);
+pg_tensor *pg_embedding(pg_tensor *weight, const double *idx, int64_t n);
 /* The same lookup with the ids in a tensor (f32/f64 whole numbers, any shape, read column-major),
  * checked and read on every run: a compiled graph (ag_compile) refills them. The ids must not
  * require grad. */

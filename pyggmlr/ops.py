@@ -355,9 +355,10 @@ def ag_cross_entropy_loss(pred: ArrayLike, target: ArrayLike) -> Tensor:
     return _wrap(lib.pg_cross_entropy_loss(p._handle(op), t._handle(op)))
 
 
-def _class_ids(a, name, what="class ids"):
+def _class_ids(a, name, what="class ids", dtype=np.int64):
     """0-based integer ids (class ids, embedding rows), flattened column-major, as a contiguous
-    int64 array; a Tensor gives its values."""
+    int64 array (or float64: whole values, for the core to range-check); a Tensor gives its
+    values."""
     a = a.numpy() if isinstance(a, Tensor) else as_numeric(a, name, what)
     if a.dtype.kind == "f":
         if not np.all(np.isfinite(a)) or np.any(a != np.round(a)):
@@ -368,7 +369,7 @@ def _class_ids(a, name, what="class ids"):
         raise ArgumentError(f"{name}: {what} must be 0-based integers, got booleans")
     elif a.dtype.kind not in "iu":
         raise ArgumentError(f"{name}: {what} must be integers, got dtype {a.dtype}")
-    return np.ascontiguousarray(a.reshape(-1, order="F"), dtype=np.int64)
+    return np.ascontiguousarray(a.reshape(-1, order="F"), dtype=dtype)
 
 
 def ag_softmax_cross_entropy_loss(
@@ -490,7 +491,7 @@ def _pow(self: Tensor, p: Any) -> Tensor:
     if isinstance(p, (numbers.Real, np.bool_)) or (
         isinstance(p, np.ndarray) and p.ndim == 0 and p.dtype.kind in "biuf"
     ):
-        return ag_pow(self, p)
+        return ag_pow(self, p)  # type: ignore[arg-type]  # ag_pow reads numpy scalars too
     raise ArgumentError(
         "ag_tensor: '**' needs a tensor base and a single-number exponent (x ** p); for b ** x "
         "use ag_exp(x * math.log(b))"

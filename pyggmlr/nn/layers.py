@@ -211,8 +211,8 @@ class ag_embedding(Module):
         w = self.weight
         if isinstance(idx, Tensor):  # ids read in C on every run: a compiled graph refills them
             return _wrap(lib.pg_embedding_ids(w._p, idx._handle()))
-        ids = _class_ids(idx, "ag_embedding", "ids")
-        return _wrap(lib.pg_embedding(w._p, ffi.cast("int64_t *", ids.ctypes.data), ids.size))
+        ids = _class_ids(idx, "ag_embedding", "ids", np.float64)  # the core names a huge id
+        return _wrap(lib.pg_embedding(w._p, ffi.cast("double *", ids.ctypes.data), ids.size))
 
     def parameters(self) -> OrderedDict[str, Tensor]:
         """``weight`` [dim, vocab_size], the layer's own tensor."""

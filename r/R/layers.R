@@ -1,19 +1,18 @@
 # Layers as R closures over core ops. Initialisers draw in ggmlR's order, through the core's copy
 # of R's generator (random.R), from the one stream R's set.seed() seeds.
 
-# 0-based row / class ids as integers: numbers with whole values only (as.integer would take 1.5
-# as 1, TRUE as 1 and 0.9 as 0); Python's _class_ids (ops.py) has the same texts
+# 0-based row / class ids: numbers with whole values only (as.integer would take 1.5 as 1, TRUE
+# as 1 and 0.9 as 0), as doubles: the core checks the range and names an id past R's integers;
+# Python's _class_ids (ops.py) has the same texts
 .ids <- function(v, fn, what) {
   if (is.logical(v)) .arg_fail("argument", "%s: %s must be 0-based integers, got booleans", fn,
                                what)
   if (!is.numeric(v) || is.factor(v)) .arg_fail("argument", "%s: %s must be numeric, got %s", fn,
                                                 what, class(v)[[1L]])
   v <- as.vector(v)
-  if (is.double(v) && (anyNA(v) || any(!is.finite(v)) || any(v != round(v))))
+  if (anyNA(v) || (is.double(v) && (any(!is.finite(v)) || any(v != round(v)))))
     .arg_fail("value", "%s: %s must be whole numbers (0-based), got non-integer values", fn, what)
-  if (is.double(v) && any(abs(v) > .INT_MAX))
-    .arg_fail("value", "%s: %s are out of R's integer range", fn, what)
-  as.integer(v)
+  as.double(v)
 }
 
 # NULL is the identity; an unknown name is an error (ggmlR silently used the identity), as in Python

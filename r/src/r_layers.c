@@ -28,15 +28,8 @@ SEXP R_pg_layer_norm(SEXP x, SEXP gamma, SEXP beta, SEXP eps)
 SEXP R_pg_embedding(SEXP weight, SEXP ids)
 {
     pg_tensor *w = r_get(weight, R_TENSOR);
-    if (TYPEOF(ids) != INTSXP) r_stopf(PG_STATUS_ERR_ARG, "ag_embedding: ids must be integers");
-    R_xlen_t n = XLENGTH(ids);
-    int64_t *idx = (int64_t *)R_alloc(n > 0 ? n : 1, sizeof(int64_t));
-    for (R_xlen_t i = 0; i < n; i++) {
-        if (INTEGER(ids)[i] == NA_INTEGER)
-            r_stopf(PG_STATUS_ERR_VALUE, "ag_embedding: ids must not be NA");
-        idx[i] = INTEGER(ids)[i];
-    }
-    return r_wrap(pg_embedding(w, idx, (int64_t)n), R_TENSOR);
+    if (TYPEOF(ids) != REALSXP) r_stopf(PG_STATUS_ERR_ARG, "ag_embedding: ids must be doubles");
+    return r_wrap(pg_embedding(w, REAL(ids), (int64_t)XLENGTH(ids)), R_TENSOR);
 }
 
 /* ids held in a tensor: read on every run, so a compiled graph refills them */

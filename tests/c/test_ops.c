@@ -84,7 +84,7 @@ OP_FN(ln, pg_layer_norm(in[0], in[1], in[2], 1e-5))
 static pg_tensor *f_emb(pg_tensor **in, const void *c)
 {
     (void)c;
-    int64_t ids[5] = {0, 3, 3, 1, 0};
+    const double ids[5] = {0, 3, 3, 1, 0};
     return pg_embedding(in[0], ids, 5);
 }
 OP_FN(slice, pg_slice_rows(in[0], 1, 2))

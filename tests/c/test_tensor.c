@@ -123,7 +123,8 @@ void test_errors(void)
         CHECK_ERR(pg_batch_norm(x, NULL, NULL, NULL, NULL, 1e-5, 0.1, 1) == NULL, PG_STATUS_ERR_ARG,
                   badmsg[k]);
         CHECK_ERR(pg_layer_norm(x, NULL, NULL, 1e-5) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
-        CHECK_ERR(pg_embedding(x, ids, 3) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
+        const double dids[3] = {0, 0, 0};
+        CHECK_ERR(pg_embedding(x, dids, 3) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
         CHECK_ERR(pg_slice_rows(x, 0, 1) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
         CHECK_ERR(pg_concat_rows(a, x) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
         CHECK_ERR(pg_matmul_t(x, a, 0, 1, 1) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
@@ -180,9 +181,14 @@ void test_errors(void)
     CHECK_ERR(pg_softmax_ce_loss_idx(a, ids, 3) == NULL, PG_STATUS_ERR_VALUE, "out of range");
     CHECK_ERR(pg_softmax_ce_loss_idx(a, ids, 2) == NULL, PG_STATUS_ERR_SHAPE, "class ids");
     CHECK_ERR(pg_softmax_ce_loss_idx(a, NULL, 3) == NULL, PG_STATUS_ERR_ARG, "NULL");
-    CHECK_ERR(pg_embedding(a, ids, 3) == NULL, PG_STATUS_ERR_VALUE, "ag_embedding");
+    const double dids[3] = {0, 5, -1}, big[2] = {1, 1e300};
+    CHECK_ERR(
+        pg_embedding(a, dids, 3) == NULL, PG_STATUS_ERR_VALUE,
+        "ag_embedding: id 5 at position 1 is out of range [0, 3) for weight [2x3] f32 (ids are "
+        "0-based)");
+    CHECK_ERR(pg_embedding(a, big, 2) == NULL, PG_STATUS_ERR_VALUE, "id 1e+300 at position 1");
     CHECK_ERR(pg_embedding(a, NULL, 2) == NULL, PG_STATUS_ERR_ARG, "ag_embedding");
-    CHECK_ERR(pg_embedding(a, ids, -1) == NULL, PG_STATUS_ERR_VALUE, "ag_embedding");
+    CHECK_ERR(pg_embedding(a, dids, -1) == NULL, PG_STATUS_ERR_VALUE, "ag_embedding");
     CHECK_ERR(pg_slice_rows(a, 1, 2) == NULL, PG_STATUS_ERR_VALUE, "ag_slice_rows");
     CHECK_ERR(pg_slice_rows(a, -1, 1) == NULL, PG_STATUS_ERR_VALUE, "ag_slice_rows");
     CHECK_ERR(pg_slice_rows(a, INT64_MAX, INT64_MAX) == NULL, PG_STATUS_ERR_VALUE, "ag_slice_rows");

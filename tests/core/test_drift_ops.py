@@ -53,13 +53,13 @@ def test_power_operator_has_r_rule():
     """`x ** "a"` named ag_pow and `2 ** x` was a bare TypeError; R's `^` has its own rule and text
     (the same words, each language's operator)"""
     x = _x()
-    for call in (lambda: x ** "a", lambda: x ** np.array([2.0]), lambda: x ** x, lambda: 2 ** x):
+    for call in (lambda: x ** "a", lambda: x ** np.array([2.0]), lambda: x**x, lambda: 2**x):
         with pytest.raises(ArgumentError) as e:
             call()
         assert str(e.value) == _POW
     for p in (2, 2.0, True, np.float32(2), np.array(2.0), np.bool_(True)):  # single numbers
-        np.testing.assert_array_equal((x ** p).numpy(), (_M ** float(p)).astype(np.float32))
-    np.testing.assert_array_equal((x ** np.nan).numpy(), _M**np.nan)  # NaN reaches ag_pow, as R
+        np.testing.assert_array_equal((x**p).numpy(), (_M ** float(p)).astype(np.float32))
+    np.testing.assert_array_equal((x**np.nan).numpy(), _M**np.nan)  # NaN reaches ag_pow, as R
 
 
 @pytest.mark.parametrize("call, text", [

@@ -152,7 +152,7 @@ def test_huge_and_negative_sizes_fail_cleanly():
         case("reshape wrap", lib.pg_reshape(t, 2**62 + 3, 4) == NULL)
         case("reshape -1 0", lib.pg_reshape(t, -1, 0) == NULL)
         case("slice huge", lib.pg_slice_rows(t, 1, 2**63 - 1) == NULL)
-        case("embedding neg n", lib.pg_embedding(t, ffi.new("int64_t[1]"), -5) == NULL)
+        case("embedding neg n", lib.pg_embedding(t, ffi.new("double[1]"), -5) == NULL)
         ids = ffi.new("int64_t[3]", [0, 2**62, -1])
         case("ids out of range", lib.pg_softmax_ce_loss_idx(t, ids, 3) == NULL)
         # the Python API on the same requests

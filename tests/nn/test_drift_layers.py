@@ -13,6 +13,18 @@ def _refuses(call, exc, text):
     assert str(e.value) == text
 
 
+def test_embedding_ids_past_any_integer_named_by_the_core():
+    """an id past int64 read as a wrapped integer (-9223372036854775808) with a RuntimeWarning,
+    R said "ids are out of R's integer range"; both now give the core's one text"""
+    e = pg.ag_embedding(10, 4)
+    for v, shown in ((3e9, "3e+09"), (-3e9, "-3e+09"), (1e300, "1e+300"), (11, "11")):
+        _refuses(lambda: e.forward(np.array([2.0, v])), pg.PyggmlrValueError,
+                 f"ag_embedding: id {shown} at position 1 is out of range [0, 10) for weight "
+                 "[4x10] f32 (ids are 0-based)")  # fmt: skip
+    got = e.forward(np.array([2.0, 9.0])).numpy()  # whole doubles as before
+    np.testing.assert_array_equal(got, e.weight.numpy()[:, [2, 9]])
+
+
 def test_linear_texts_as_r():
     _refuses(
         lambda: pg.ag_linear(2, 3, gain=[1, 2]),

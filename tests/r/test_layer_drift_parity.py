@@ -92,6 +92,12 @@ _CASES = [  # (id, Python call, R call, Python type, Python text, R text or None
      'ag_sequential(ag_linear(2, 2), "a")', pg.ArgumentError,
      "ag_sequential: layer 2 has no forward function (got str)",
      'ag_sequential: layer 2 has no forward function (got "a")'),
+    ("embedding id 1e300", lambda: pg.ag_embedding(10, 4).forward([2.0, 1e300]),  # Python: a
+     "ag_embedding(10, 4)$forward(c(2, 1e300))", pg.PyggmlrValueError,  # wrapped int64; R: its
+     "ag_embedding: id 1e+300 at position 1 is out of range [0, 10) for weight [4x10] f32 (ids "
+     "are 0-based)",  # own "out of R's integer range"
+     "ag_embedding: id 1e+300 at position 2 is out of range [0, 10) for weight [4x10] f32 (ids "
+     "are 0-based)"),
 ]  # fmt: skip
 
 

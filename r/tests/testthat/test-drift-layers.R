@@ -3,6 +3,19 @@
 
 refuses <- function(expr, text, class) expect_error(expr, text, fixed = TRUE, class = class)
 
+test_that("embedding ids past R's integers are named by the core, as Python's", {
+  set.seed(1)
+  e <- ag_embedding(10, 4)
+  txt <- paste("ag_embedding: id %s at position 2 is out of range [0, 10) for weight [4x10] f32",
+               "(ids are 0-based)")
+  for (v in list(c(3e9, "3e+09"), c(-3e9, "-3e+09"), c(1e300, "1e+300"), c(11, "11")))
+    refuses(e$forward(c(2, as.double(v[[1L]]))), sprintf(txt, v[[2L]]), "pyggmlr_value_error")
+  refuses(e$forward(c(2L, NA)),
+          "ag_embedding: ids must be whole numbers (0-based), got non-integer values",
+          "pyggmlr_value_error")
+  expect_identical(e$forward(c(2L, 9L))$data, e$weight$data[, c(3L, 10L)])  # integers as before
+})
+
 test_that("ag_linear's gain and init refusals are value errors, as Python's and the core's", {
   refuses(ag_linear(2, 3, gain = "a"), "ag_linear: gain must be a single finite number",
           "pyggmlr_value_error")
