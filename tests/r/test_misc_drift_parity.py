@@ -103,3 +103,25 @@ def test_settings_unchanged_by_a_refusal():
     )
     np.testing.assert_array_equal(got, np.asarray(rgot[0]))
     assert rgot[1] is True
+
+
+_PRINTS = [  # (id, Python object, R expression): the same printed line (R's TRUE for True aside)
+    ("sgd", lambda: pg.optimizer_sgd([pg.ag_param(np.ones((1, 1)))], lr=1e-4, momentum=0.9),
+     "optimizer_sgd(list(w = ag_param(matrix(1))), lr = 1e-4, momentum = 0.9)"),
+    ("adam", lambda: pg.optimizer_adam([pg.ag_param(np.ones((1, 1)))], lr=123456789),
+     "optimizer_adam(list(w = ag_param(matrix(1))), lr = 123456789)"),
+    ("early stopping", lambda: pg.ag_early_stopping(min_delta=1e-4, restore_best=False),
+     "ag_early_stopping(min_delta = 1e-4, restore_best = FALSE)"),
+    ("linear", lambda: pg.ag_linear(4, 16, "relu"), 'ag_linear(4, 16, "relu")'),
+    ("linear eval", lambda: pg.ag_eval(pg.ag_linear(4, 16)), "ag_eval(ag_linear(4, 16))"),
+    ("dropout", lambda: pg.ag_dropout(0.5), "ag_dropout(0.5)"),
+]
+
+
+@pytest.mark.parametrize("case", _PRINTS, ids=[c[0] for c in _PRINTS])
+def test_printed_alike(case):
+    """Python's :g wrote lr = 0.0001 and 1.23457e+08 (R: 1e-04, 123456789); Python's ag_linear
+    showed a mode R's list layer has not"""
+    _, obj, rexpr = case
+    got = r.run(f"paste(capture.output(print({rexpr})), collapse = '\\n')")
+    assert repr(obj()).replace("=False", "=FALSE") == got  # each language's flag

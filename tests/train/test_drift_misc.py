@@ -94,3 +94,23 @@ def test_to_device_names_what_it_got():
              "ag_to_device(): tensor must be an ag_tensor, got int")  # fmt: skip
     _refused(lambda: pg.ag_to_device(np.ones((1, 1)), "cpu"), ArgumentError,
              "ag_to_device(): tensor must be an ag_tensor, got ndarray")  # fmt: skip
+
+
+def test_prints_write_numbers_as_r():
+    """the optimizers' and early stopping's lines wrote numbers with Python's :g (0.0001,
+    1.23457e+08) where ggmlR's cat() line writes 1e-04 and 123456789; ag_linear showed a mode
+    R's list layer has not"""
+    p = [pg.ag_param(np.ones((1, 1)))]
+    assert repr(pg.optimizer_sgd(p, lr=1e-4, momentum=0.9)) == (
+        "SGD optimizer | lr = 1e-04 | momentum = 0.9 | params: 1 "
+    )
+    assert repr(pg.optimizer_adam(p, lr=123456789, beta2=0.9999)) == (
+        "Adam optimizer | lr = 123456789 | beta1 = 0.9 | beta2 = 0.9999 | step = 0 | params: 1 "
+    )
+    assert repr(pg.ag_early_stopping(min_delta=1e-4)) == (
+        "ag_early_stopping | patience=5 | min_delta=1e-04 | restore_best=True | monitor=auto | "
+        "mode=auto"
+    )
+    assert repr(pg.ag_linear(3, 2)) == "ag_linear: linear(3, 2) (8 parameters)"
+    assert repr(pg.ag_eval(pg.ag_linear(3, 2, "relu"))) == "ag_linear: linear(3, 2, relu) (8 parameters)"
+    assert repr(pg.ag_dropout(0.5)) == "ag_dropout: dropout(0.5) (0 parameters, train mode)"

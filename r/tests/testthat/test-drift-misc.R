@@ -86,3 +86,17 @@ test_that("a seed past a double is Inf, refused as in Python", {
   misc_refused(ag_dataloader(matrix(1, 3, 4), seed = 1e400), "pyggmlr_value_error",
                "ag_dataloader: supplied seed is not a valid integer, got Inf")
 })
+
+test_that("the optimizers' lines write numbers as cat() does, as Python's now do", {
+  p <- list(w = ag_param(matrix(1)))
+  expect_identical(capture.output(print(optimizer_sgd(p, lr = 1e-4, momentum = 0.9))),
+                   "SGD optimizer | lr = 1e-04 | momentum = 0.9 | params: 1 ")
+  expect_identical(capture.output(print(optimizer_adam(p, lr = 123456789, beta2 = 0.9999))),
+                   paste0("Adam optimizer | lr = 123456789 | beta1 = 0.9 | beta2 = 0.9999 | ",
+                          "step = 0 | params: 1 "))
+  expect_identical(capture.output(print(ag_early_stopping(min_delta = 1e-4))),
+                   paste0("ag_early_stopping | patience=5 | min_delta=1e-04 | restore_best=TRUE | ",
+                          "monitor=auto | mode=auto"))
+  expect_identical(capture.output(print(ag_linear(3, 2, "relu"))),
+                   "ag_linear: linear(3, 2, relu) (8 parameters)")
+})
