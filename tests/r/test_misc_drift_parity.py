@@ -125,3 +125,17 @@ def test_printed_alike(case):
     _, obj, rexpr = case
     got = r.run(f"paste(capture.output(print({rexpr})), collapse = '\\n')")
     assert repr(obj()).replace("=False", "=FALSE") == got  # each language's flag
+
+
+def test_batch_size_int_max_alike():
+    """R's integer arithmetic overflowed to NA at batch_size 2^31 - 1; Python ran one batch"""
+    big = 2**31 - 1
+    d = pg.ag_dataloader(np.arange(1.0, 4).reshape(1, 3), batch_size=big, drop_last=False,
+                         shuffle=False)  # fmt: skip
+    rgot = r.run(
+        _SETUP + "d <- ag_dataloader(matrix(as.double(1:3), 1, 3), batch_size = 2147483647, "
+        "drop_last = FALSE, shuffle = FALSE); "
+        "list(d$next_batch()$x$data, ag_predict(m, x, batch_size = 2147483647))"
+    )
+    np.testing.assert_array_equal(d.next_batch()["x"].numpy(), np.asarray(rgot[0]))
+    np.testing.assert_array_equal(pg.ag_predict(_m(), _X, batch_size=big), np.asarray(rgot[1]))

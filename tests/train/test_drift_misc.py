@@ -114,3 +114,14 @@ def test_prints_write_numbers_as_r():
     assert repr(pg.ag_linear(3, 2)) == "ag_linear: linear(3, 2) (8 parameters)"
     assert repr(pg.ag_eval(pg.ag_linear(3, 2, "relu"))) == "ag_linear: linear(3, 2, relu) (8 parameters)"
     assert repr(pg.ag_dropout(0.5)) == "ag_dropout: dropout(0.5) (0 parameters, train mode)"
+
+
+def test_batch_size_int_max_is_one_batch():
+    """R's s0 + batch_size - 1L overflowed to NA (a warning, then an error); Python ran"""
+    big = 2**31 - 1
+    d = pg.ag_dataloader(np.arange(1.0, 4).reshape(1, 3), batch_size=big, drop_last=False,
+                         shuffle=False)  # fmt: skip
+    np.testing.assert_array_equal(d.next_batch()["x"].numpy(), [[1.0, 2.0, 3.0]])
+    assert not d.has_next()
+    m = _model()
+    np.testing.assert_array_equal(pg.ag_predict(m, _X, batch_size=big), pg.ag_predict(m, _X))

@@ -100,3 +100,15 @@ test_that("the optimizers' lines write numbers as cat() does, as Python's now do
   expect_identical(capture.output(print(ag_linear(3, 2, "relu"))),
                    "ag_linear: linear(3, 2, relu) (8 parameters)")
 })
+
+test_that("batch_size 2^31 - 1 runs one batch (R's integer sum overflowed to NA)", {
+  big <- 2147483647
+  d <- ag_dataloader(matrix(as.double(1:3), 1, 3), batch_size = big, drop_last = FALSE,
+                     shuffle = FALSE)
+  expect_identical(d$next_batch()$x$data, matrix(as.double(1:3), 1, 3))
+  expect_false(d$has_next())
+  expect_identical(length(ag_dataloader(matrix(1, 1, 3), batch_size = big)$epoch()), 0L)
+  m <- misc_model()
+  expect_identical(ag_predict(m, matrix(1, 3, 4), batch_size = big),
+                   ag_predict(m, matrix(1, 3, 4)))
+})
