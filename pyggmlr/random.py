@@ -27,7 +27,7 @@ from typing import Any, Iterator, Optional, Sequence, SupportsInt, Union, cast
 import numpy as np
 
 from . import _core
-from ._args import as_float
+from ._args import as_float, show
 from ._native import ffi, lib
 from .errors import ArgumentError, PyggmlrValueError
 
@@ -84,7 +84,7 @@ def _count(n: Any, fn: str) -> int:
         or n < 0
     ):
         raise PyggmlrValueError(
-            f"{fn}: n must be a count >= 0 (or a sequence, whose length is used), got {n!r}"
+            f"{fn}: n must be a count >= 0 (or a sequence, whose length is used), got {show(n)}"
         )
     return int(cast(SupportsInt, n))  # a finite Real (typeshed's Real declares no __int__)
 

@@ -84,7 +84,7 @@ def _predict(model: Any, x: Any, batch_size: Any, fn: str) -> np.ndarray:
     bs = check_int(batch_size, fn, "batch_size", 1)
     dtype = _model_dtype(model)
     was_training = bool(getattr(model, "training", False))
-    outs = []
+    outs: List[np.ndarray] = []
     try:
         _set_mode(model, False)  # inside: the mode comes back on every exit path
         with ag_no_grad():

@@ -114,7 +114,8 @@ ag_default_device <- function() .pg$device
 
 ag_to_device <- function(tensor, device) {
   if (!is_ag_tensor(tensor))
-    .arg_fail("argument", "ag_to_device(): tensor must be an ag_tensor, got %s", class(tensor)[[1L]])
+    .arg_fail("argument", "ag_to_device(): tensor must be an ag_tensor, got %s",
+              class(tensor)[[1L]])
   .check_device(device, "ag_to_device")
   tensor
 }

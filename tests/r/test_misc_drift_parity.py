@@ -81,7 +81,7 @@ _CASES = [  # (id, Python call, R call, Python type, Python text, R text or None
      lambda: pg.ag_to_device(1, "cpu"), 'ag_to_device(1, "cpu")', pg.ArgumentError,
      "ag_to_device(): tensor must be an ag_tensor, got int",
      "ag_to_device(): tensor must be an ag_tensor, got numeric"),
-]
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("case", _CASES, ids=[c[0] for c in _CASES])
@@ -115,7 +115,7 @@ _PRINTS = [  # (id, Python object, R expression): the same printed line (R's TRU
     ("linear", lambda: pg.ag_linear(4, 16, "relu"), 'ag_linear(4, 16, "relu")'),
     ("linear eval", lambda: pg.ag_eval(pg.ag_linear(4, 16)), "ag_eval(ag_linear(4, 16))"),
     ("dropout", lambda: pg.ag_dropout(0.5), "ag_dropout(0.5)"),
-]
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("case", _PRINTS, ids=[c[0] for c in _PRINTS])

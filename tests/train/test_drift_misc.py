@@ -36,7 +36,9 @@ def _refused(call, exc, text):
 
 def test_predict_batches_keep_their_rows():
     """numpy's concatenate raised a bare ValueError (R: cbind's simpleError)"""
-    _refused(lambda: pg.ag_predict(_square, _X, batch_size=3), ShapeError, _ROWS.format("ag_predict"))
+    _refused(
+        lambda: pg.ag_predict(_square, _X, batch_size=3), ShapeError, _ROWS.format("ag_predict")
+    )
     _refused(lambda: pg.ag_evaluate(_square, _X, _Y, batch_size=3, loss="mse"), ShapeError,
              _ROWS.format("ag_evaluate"))  # fmt: skip
     _refused(lambda: pg.ag_accuracy(_square, _X, _Y, batch_size=3), ShapeError,
@@ -61,7 +63,9 @@ def test_threshold_must_be_finite():
     _refused(lambda: pg.ag_evaluate(_model(), _X, _Y, threshold=np.nan), ArgumentError,
              "ag_evaluate: give loss, metrics or both")  # fmt: skip
     onehot = np.eye(2)[:, _Y]  # a finite threshold reads each output: 0/1 targets of its shape
-    assert pg.ag_evaluate(_model(), _X, onehot, threshold=0, metrics="accuracy") == {"accuracy": 0.5}
+    assert pg.ag_evaluate(_model(), _X, onehot, threshold=0, metrics="accuracy") == {
+        "accuracy": 0.5
+    }
     assert pg.ag_accuracy(_model(), _X, onehot, threshold=0) == 0.5
 
 
@@ -74,7 +78,7 @@ def test_seed_past_a_double_is_inf():
     _refused(lambda: pg.ag_dataloader(_X, seed=10**400), PyggmlrValueError,
              "ag_dataloader: supplied seed is not a valid integer, got Inf")  # fmt: skip
     _refused(lambda: pg.random.runif(10**400), PyggmlrValueError,
-             "runif: n must be a count >= 0 (or a sequence, whose length is used), got " + str(10**400))  # fmt: skip
+             "runif: n must be a count >= 0 (or a sequence, whose length is used), got Inf")  # fmt: skip
     assert pg.ggml_set_seed(2**31 - 1) == 2**31 - 1
 
 
@@ -112,7 +116,10 @@ def test_prints_write_numbers_as_r():
         "mode=auto"
     )
     assert repr(pg.ag_linear(3, 2)) == "ag_linear: linear(3, 2) (8 parameters)"
-    assert repr(pg.ag_eval(pg.ag_linear(3, 2, "relu"))) == "ag_linear: linear(3, 2, relu) (8 parameters)"
+    assert (
+        repr(pg.ag_eval(pg.ag_linear(3, 2, "relu")))
+        == "ag_linear: linear(3, 2, relu) (8 parameters)"
+    )
     assert repr(pg.ag_dropout(0.5)) == "ag_dropout: dropout(0.5) (0 parameters, train mode)"
 
 
