@@ -60,6 +60,11 @@ _CASES = [  # (id, Python call, R call, Python type, Python text, R text or None
     ("accuracy threshold -1e400", lambda: pg.ag_accuracy(_m(), _X, _Y, threshold=-(10**400)),
      "ag_accuracy(m, x, y, threshold = -1e400)", pg.PyggmlrValueError,
      _FIN.format("ag_accuracy", "-inf"), None),
+    ("evaluate threshold ids",  # both named ag_accuracy
+     lambda: pg.ag_evaluate(_m(), _X, _Y, threshold=0, metrics="accuracy"),
+     'ag_evaluate(m, x, y, threshold = 0, metrics = "accuracy")', pg.ShapeError,
+     "ag_evaluate: the model's output is [2x4] but y has 1 rows: give 0/1 targets of the "
+     "output's shape", None),
     ("seed 1e400", lambda: pg.ggml_set_seed(10**400), "ggml_set_seed(1e400)",
      pg.PyggmlrValueError, "ggml_set_seed: supplied seed is not a valid integer, got Inf", None),
     ("loader seed 1e400", lambda: pg.ag_dataloader(_X, seed=10**400),

@@ -67,6 +67,10 @@ def test_threshold_must_be_finite():
         "accuracy": 0.5
     }
     assert pg.ag_accuracy(_model(), _X, onehot, threshold=0) == 0.5
+    # a threshold with class ids: ag_evaluate's error named ag_accuracy
+    _refused(lambda: pg.ag_evaluate(_model(), _X, _Y, threshold=0, metrics="accuracy"), ShapeError,
+             "ag_evaluate: the model's output is [2x4] but y has 1 rows: give 0/1 targets of the "
+             "output's shape")  # fmt: skip
 
 
 def test_seed_past_a_double_is_inf():

@@ -51,6 +51,10 @@ test_that("a threshold must be finite; NaN is a number, NA is not", {
   expect_identical(ag_evaluate(misc_model(), x, onehot, threshold = 0, metrics = "accuracy"),
                    list(accuracy = 0.5))
   expect_identical(ag_accuracy(misc_model(), x, onehot, threshold = 0), 0.5)
+  # a threshold with class ids: ag_evaluate's error named ag_accuracy
+  misc_refused(ag_evaluate(misc_model(), x, y, threshold = 0, metrics = "accuracy"),
+               "pyggmlr_shape_error", paste0("ag_evaluate: the model's output is [2x4] but y has ",
+                                             "1 rows: give 0/1 targets of the output's shape"))
 })
 
 test_that("ag_set_blas refuses a name that is not a string as an argument error", {
