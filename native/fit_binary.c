@@ -21,10 +21,10 @@ static int target_fail(const char *fn, const char *what, double v, int64_t i, in
                    (long long)(val ? c - n_main : c), val ? " of validation_data" : "");
 }
 
-int pg_binary_count(const double *out, int64_t rows, int64_t n, const double *y, int64_t yrows,
-                    double threshold, int64_t *ncorrect, int64_t *ndata)
+int pg_binary_count(const char *fn, const double *out, int64_t rows, int64_t n, const double *y,
+                    int64_t yrows, double threshold, int64_t *ncorrect, int64_t *ndata)
 {
-    static const char *F = "ag_accuracy";
+    const char *F = fn ? fn : "ag_accuracy";
     if (!ncorrect || !ndata || (n > 0 && (!out || !y)))
         return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL output, targets or count", F);
     if (!isfinite(threshold))

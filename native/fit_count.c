@@ -53,7 +53,7 @@ int pg_accuracy(const char *fn, const double *out, int64_t k, int64_t n, const d
     int64_t hit = 0, nd = n;
     int rc;
     if (has_threshold || k == 1) /* binary / multi-label: keras' binary_accuracy */
-        rc = pg_binary_count(out, k, n, y, yrows, has_threshold ? threshold : 0.5, &hit, &nd);
+        rc = pg_binary_count(fn, out, k, n, y, yrows, has_threshold ? threshold : 0.5, &hit, &nd);
     else if (bools && yrows == 1)
         rc = pg_fail(PG_STATUS_ERR_ARG,
                      "%s: y must be 0-based class ids or a one-hot matrix, got booleans", fn);

@@ -428,7 +428,8 @@ int64_t pg_layer_print_text(const char *kind, const char *name, double params, i
     puts_(&o, name); /* in pieces: no bound on a layer's name */
     puts_(&o, " (");
     puts_(&o, num);
-    puts_(&o, training ? " parameters, train mode)" : " parameters, eval mode)");
+    if (training < 0) puts_(&o, " parameters)"); /* no mode: ag_linear, as R's list layer */
+    else puts_(&o, training ? " parameters, train mode)" : " parameters, eval mode)");
     if (buf && cap > 0) buf[o.len < cap ? o.len : cap - 1] = 0;
     return o.len;
 }

@@ -302,7 +302,7 @@ int pg_metric_value(const char *fn, int code, int classify, double threshold, co
     if (classify != PG_FIT_CLASSIFY_ARGMAX &&
         (code == PG_METRIC_ACCURACY || code == PG_METRIC_BINARY_ACCURACY)) {
         int64_t hit = 0, nd = 0; /* keras' binary_accuracy, multi-label elements included */
-        int rc = pg_binary_count(out, k, n, y, yrows, thr, &hit, &nd);
+        int rc = pg_binary_count(fn, out, k, n, y, yrows, thr, &hit, &nd);
         if (rc) return rc;
         *value = (double)hit / (double)nd;
         return 0;

@@ -37,7 +37,8 @@ int64_t pg_summary_text(const char *title, int64_t n, const char *const *layer,
                         double trainable, double non_trainable, char *buf, int64_t cap);
 
 /* A built-in layer printed alone, as both languages print it (Python's repr, R's print):
- * "ag_<kind>: <name> (<params> parameters, <train|eval> mode)". name is the label the
+ * "ag_<kind>: <name> (<params> parameters, <train|eval> mode)"; training < 0: a layer without
+ * a mode (ag_linear: R's is a list) ends "(<params> parameters)". name is the label the
  * sequential's print and the summary table use (the layer's name: "gru(1, 32)"); params a
  * plain count, "3360". As pg_fit_history_format: at most cap bytes (NUL included) to buf, NULL
  * to measure; returns the length the whole text needs, or -status (PG_STATUS_ERR_ARG for NULL

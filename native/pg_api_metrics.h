@@ -77,7 +77,8 @@ int pg_metric_loss_value(const char *fn, int loss, const double *out, int64_t k,
 int64_t pg_metric_codes(const char *fn, const char *const *names, int64_t n, int classify,
                         int in_fit, int *codes);
 /* ag_evaluate's results, assembled once for R and Python: out [k, n] against y [yrows, yn] read
- * as pg_metric_read says (loss a name or NULL; threshold NaN: the reading's default),
+ * as pg_metric_read says (loss a name or NULL; has_threshold 0: the reading's default; one
+ * given must be finite, else PG_STATUS_ERR_VALUE),
  * then the n_names metric names (pg_metric_codes). Writes the loss's value over all samples to
  * *loss_value (NaN without a loss) and each metric's code and value to codes / values (room for
  * n_names); CONFUSION_MATRIX's value is its side c, its c * c counts (column-major, row the true

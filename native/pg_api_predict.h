@@ -28,3 +28,6 @@ int pg_predict_classify(const char *fn, const char *loss, int *classify);
 int pg_predict_transform(const char *fn, const double *out, int64_t rows, int64_t n, int type,
                          int classify, const char *loss, int64_t n_classes, double *res,
                          int64_t *res_rows);
+/* ag_predict's batches (one forward each): a later batch's output must keep the first batch's
+ * rows (rows0), else PG_STATUS_ERR_SHAPE naming fn (the outputs are bound column by column). */
+int pg_predict_batch_rows(const char *fn, int64_t rows0, int64_t rows, int64_t batch_size);

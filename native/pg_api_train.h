@@ -193,9 +193,10 @@ int pg_accuracy_count(const double *out, int64_t classes, int64_t n, const doubl
 /* ag_accuracy's binary count (fit_binary.c): elements of out [rows, n] above threshold (0.5 for
  * probabilities, 0 for logits) that match y [rows, n] (0/1 labels: a target counts as 1 above
  * 0.5; one outside [0, 1] is PG_STATUS_ERR_VALUE naming its row and column); *ndata = rows * n.
- * A multi-label output counts each element, as keras' binary_accuracy. */
-int pg_binary_count(const double *out, int64_t rows, int64_t n, const double *y, int64_t yrows,
-                    double threshold, int64_t *ncorrect, int64_t *ndata);
+ * A multi-label output counts each element, as keras' binary_accuracy. Errors name fn (NULL:
+ * "ag_accuracy"; ag_evaluate's metrics count here too). */
+int pg_binary_count(const char *fn, const double *out, int64_t rows, int64_t n, const double *y,
+                    int64_t yrows, double threshold, int64_t *ncorrect, int64_t *ndata);
 /* ag_accuracy's value, once for R and Python (fn names the caller): out [k, n] against y
  * [yrows, yn] (samples must agree: PG_STATUS_ERR_SHAPE). A 1-output model, or any model given a
  * threshold (has_threshold), is scored per element (pg_binary_count; 0.5 without one), else

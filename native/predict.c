@@ -153,3 +153,13 @@ int pg_predict_transform(const char *fn, const double *out, int64_t rows, int64_
     }
     return 0;
 }
+
+int pg_predict_batch_rows(const char *fn, int64_t rows0, int64_t rows, int64_t batch_size)
+{
+    if (rows == rows0) return 0;
+    return pg_fail(PG_STATUS_ERR_SHAPE,
+                   "%s: the model returned %lld rows for the first batch but %lld for a later one "
+                   "(batch_size %lld); its outputs must have the same rows for every batch",
+                   fn ? fn : "ag_predict", (long long)rows0, (long long)rows,
+                   (long long)batch_size);
+}

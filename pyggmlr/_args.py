@@ -37,6 +37,13 @@ def as_float(v) -> float:
         return math.inf if v > 0 else -math.inf
 
 
+def r_num(v) -> str:
+    """A number as R's cat() / format() writes it (7 significant digits: 1e-04, 123456789), the
+    core's pg_format_r: ggmlR's printed formats show numbers this way in both languages."""
+    buf = ffi.new("char[]", 64)
+    return ffi.string(lib.pg_format_r(buf, 64, as_float(v))).decode()
+
+
 def show(v, kind=True):
     """v in an error text as R's .arg_show shows it: one line, at most 80 characters, an int past
     a double as R's 1e400 (Inf; spelled out it ran to 400 digits); the type first for the wrong

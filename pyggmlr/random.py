@@ -27,6 +27,7 @@ from typing import Any, Iterator, Optional, Sequence, SupportsInt, Union, cast
 import numpy as np
 
 from . import _core
+from ._args import as_float, show
 from ._native import ffi, lib
 from .errors import ArgumentError, PyggmlrValueError
 
@@ -63,8 +64,8 @@ def _seed_int(seed: Any, fn: str) -> int:
         a.kind = lib.PG_SEED_STRING
         keep.append(ffi.new("char[]", seed.encode("utf-8", "replace")))
         a.s = keep[-1]
-    else:
-        a.kind, a.v = lib.PG_SEED_NUMBER, float(seed)
+    else:  # an int beyond a double (10**400) is R's Inf, not Python's OverflowError
+        a.kind, a.v = lib.PG_SEED_NUMBER, as_float(seed)
     out = ffi.new("int32_t *")
     _core.check(lib.pg_seed_parse(a, out))
     return int(out[0])
@@ -79,11 +80,11 @@ def _count(n: Any, fn: str) -> int:
     if (
         isinstance(n, (bool, np.bool_))
         or not isinstance(n, numbers.Real)
-        or not np.isfinite(float(n))
+        or not np.isfinite(as_float(n))  # 10**400: refused, not an OverflowError
         or n < 0
     ):
         raise PyggmlrValueError(
-            f"{fn}: n must be a count >= 0 (or a sequence, whose length is used), got {n!r}"
+            f"{fn}: n must be a count >= 0 (or a sequence, whose length is used), got {show(n)}"
         )
     return int(cast(SupportsInt, n))  # a finite Real (typeshed's Real declares no __int__)
 

@@ -592,7 +592,9 @@ def ag_default_device() -> str:
 def ag_to_device(tensor: Tensor, device: str) -> Tensor:
     """Same device: the same object; another device: not available on this build."""
     if not isinstance(tensor, Tensor):
-        raise ArgumentError(f"ag_to_device(): expected a tensor, got {type(tensor).__name__}")
+        raise ArgumentError(  # R's text
+            f"ag_to_device(): tensor must be an ag_tensor, got {type(tensor).__name__}"
+        )
     _check_device(device, "ag_to_device")
     return tensor
 

@@ -8,7 +8,7 @@ import os
 from typing import Any, List, Optional, Union
 
 from .. import _core
-from .._args import check_flag, check_int, check_num
+from .._args import check_flag, check_int, check_num, r_num
 from .._core import NULL, ffi, lib, text
 from .._host import HostValues
 from ..errors import ArgumentError
@@ -158,7 +158,7 @@ class ag_early_stopping(_Monitored):
         self._fit = None
 
     def __repr__(self):
-        md, rb = f"{self.min_delta:g}".encode(), str(self.restore_best).encode()
+        md, rb = r_num(self.min_delta).encode(), str(self.restore_best).encode()  # R's format()
         return text(lib.pg_early_stop_format, self._h, md, rb)  # the core's layout, R's too
 
 

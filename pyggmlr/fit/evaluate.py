@@ -60,7 +60,7 @@ def ag_evaluate(
     y: class ids, one-hot columns or targets; or labels (strings, a Categorical) when the model
     has classes_ (ag_fit on labels, or a file that keeps them), coded as ag_fit coded them."""
     fn = "ag_evaluate"
-    check_threshold(threshold, fn)
+    threshold = check_threshold(threshold, fn)
     if loss is not None and not isinstance(loss, str):
         raise ArgumentError(f"{fn}: loss must be None or a loss name such as 'mse', got {loss!r}")
     rec_loss, classes = model_target(model)  # what ag_fit recorded (model files keep it)

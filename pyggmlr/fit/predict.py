@@ -9,7 +9,7 @@ from typing import Any, List, Optional
 import numpy as np
 
 from .. import _core
-from .._args import check_int
+from .._args import as_float, check_int
 from .._core import ffi, lib
 from ..errors import ArgumentError
 from ..io.check import model_target
@@ -84,13 +84,16 @@ def _predict(model: Any, x: Any, batch_size: Any, fn: str) -> np.ndarray:
     bs = check_int(batch_size, fn, "batch_size", 1)
     dtype = _model_dtype(model)
     was_training = bool(getattr(model, "training", False))
-    outs = []
+    outs: List[np.ndarray] = []
     try:
         _set_mode(model, False)  # inside: the mode comes back on every exit path
         with ag_no_grad():
             for s in range(0, X.shape[1], bs):
                 xb = ag_tensor(X[:, s : s + bs], dtype=dtype)
-                outs.append(_forward(model, xb, fn).numpy())
+                o = _forward(model, xb, fn).numpy()
+                if outs:  # numpy's concatenate would fail in its words: the core's text, as R's
+                    _core.check(lib.pg_predict_batch_rows(fn.encode(), len(outs[0]), len(o), bs))
+                outs.append(o)
     finally:
         if was_training:
             _set_mode(model, True)
@@ -109,7 +112,7 @@ def ag_accuracy(
     a 1-output model and arg-max on a multi-output one; pass 0 for a model that outputs logits
     (bce_with_logits)."""
     fn = "ag_accuracy"
-    check_threshold(threshold, fn)
+    threshold = check_threshold(threshold, fn)
     Y = _as_cols(y, "y", fn)
     o = np.asfortranarray(_predict(model, x, batch_size, fn), dtype=np.float64)
     t = np.asfortranarray(Y, dtype=np.float64)
@@ -125,9 +128,11 @@ def ag_accuracy(
     return float(v[0])
 
 
-def check_threshold(threshold: Any, fn: str) -> None:
-    """ag_accuracy's and ag_evaluate's threshold: a number or None."""
+def check_threshold(threshold: Any, fn: str) -> Optional[float]:
+    """ag_accuracy's and ag_evaluate's threshold: a number or None; returned as a float (10**400:
+    inf, as R's 1e400, which the core then refuses) or None."""
     if threshold is not None and (
         isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.number))
     ):
         raise ArgumentError(f"{fn}: threshold must be a number or None, got {threshold!r}")
+    return None if threshold is None else as_float(threshold)

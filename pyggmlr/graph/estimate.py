@@ -47,13 +47,14 @@ def ag_tape_memory(top: int = 10, quiet: bool = False, compiled: Any = None) -> 
     compiled: a step from ag_compile: report its planned buffers instead (the same fields, plus
     ``bytes_gradients``; see CompiledStep.memory).
     """
+    top = check_int(top, "ag_tape_memory", "top", 0)  # R's order: top, quiet, compiled
+    quiet = check_flag(quiet, "ag_tape_memory", "quiet")
     if compiled is not None:
         if not isinstance(compiled, CompiledStep):
             raise ArgumentError(
                 f"ag_tape_memory: compiled must be a step from ag_compile, got {type(compiled).__name__}"
             )
         return compiled.memory(top=top, quiet=quiet)
-    top = check_int(top, "ag_tape_memory", "top", 0)
     gc.collect()  # unreachable cycles holding tensors go first: the count is what ag_tape_clear() frees
     fill = lib.pg_tape_memory  # (totals, labels, nodes, nbytes, cap) -> rows
     return _memory_report(fill, max(lib.pg_tape_nodes(), 1), top, quiet)

@@ -35,7 +35,9 @@ def _print_text(layer: Any) -> str:
     parameters, train mode)", then what ag_fit recorded."""
     kind, name = str(layer.kind).encode(), _layer_name(layer).encode()
     n = float(_count(layer, "parameters"))
-    shown = text(lib.pg_layer_print_text, kind, name, n, int(bool(layer.training)))
+    # ag_linear shows no mode (it has none to act on, and R's is a list without one)
+    mode = -1 if kind == b"linear" else int(bool(layer.training))
+    shown = text(lib.pg_layer_print_text, kind, name, n, mode)
     return "\n".join([shown, *_target_lines(layer)])
 
 

@@ -9,7 +9,7 @@ from typing import Any, Dict, List
 import numpy as np
 
 from .. import _core, _walk
-from .._args import INT_MAX
+from .._args import INT_MAX, r_num
 from .._core import NULL, ffi, lib
 from ..errors import ArgumentError, PyggmlrValueError, StateError
 from ..tape import Gradients
@@ -305,7 +305,9 @@ class optimizer_sgd(Optimizer):
         return self._slot(0)
 
     def __repr__(self):
-        return f"SGD optimizer | lr = {self.lr:g} | momentum = {self.momentum:g} | params: {len(self.params)} "
+        # ggmlR's cat() line, numbers as R writes them (1e-04, 123456789)
+        lr, mom = r_num(self.lr), r_num(self.momentum)
+        return f"SGD optimizer | lr = {lr} | momentum = {mom} | params: {len(self.params)} "
 
 
 class optimizer_adam(Optimizer):
@@ -350,7 +352,8 @@ class optimizer_adam(Optimizer):
 
     def __repr__(self):
         return (
-            f"Adam optimizer | lr = {self.lr:g} | beta1 = {self.beta1:g} | beta2 = {self.beta2:g} | "
+            f"Adam optimizer | lr = {r_num(self.lr)} | beta1 = {r_num(self.beta1)} | "
+            f"beta2 = {r_num(self.beta2)} | "
             f"step = {self.t} | params: {len(self.params)} "
         )
 

@@ -11,8 +11,9 @@
 
 # ag_accuracy's and ag_evaluate's threshold: a number or NULL (Python's check_threshold)
 .check_threshold <- function(threshold, fn) {
+  # NaN is a number (the core refuses it, as Python's float('nan')); NA is not
   if (!is.null(threshold) && (!is.numeric(threshold) || length(threshold) != 1L ||
-                              is.na(threshold)))
+                              (is.na(threshold) && !is.nan(threshold))))
     .arg_fail("argument", "%s: threshold must be a number or NULL, got %s", fn,
               .arg_show(threshold))
 }

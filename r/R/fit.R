@@ -294,9 +294,11 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   outs <- list()
   ag_no_grad({
     for (s0 in seq(1L, ncol(X), by = batch_size)) {
-      idx <- s0:min(s0 + batch_size - 1L, ncol(X))
-      outs[[length(outs) + 1L]] <- .fit_forward(model, ag_tensor(X[, idx, drop = FALSE],
-                                                                 dtype = dtype), fn)$data
+      idx <- s0:min(s0 - 1 + batch_size, ncol(X))  # double: batch_size may be 2^31 - 1
+      o <- .fit_forward(model, ag_tensor(X[, idx, drop = FALSE], dtype = dtype), fn)$data
+      if (length(outs))  # cbind would fail in R's words (Python's in numpy's): the core's text
+        .Call(R_pg_predict_batch_rows, fn, nrow(outs[[1L]]), nrow(o), batch_size)
+      outs[[length(outs) + 1L]] <- o
     }
   })
   do.call(cbind, outs)

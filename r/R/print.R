@@ -16,9 +16,9 @@
   sum(vapply(p, function(t) prod(as.double(dim(t))), numeric(1)))
 }
 
-print.ag_linear <- function(x, ...) {
-  cat(sprintf("ag_linear: %s (%s parameters)\n", .linear_label(x),
-              format(.n_params(x), scientific = FALSE)))
+print.ag_linear <- function(x, ...) {  # the core's line; NA: a list layer has no mode
+  cat(.Call(R_pg_layer_print_text, "linear", .linear_label(x), as.double(.n_params(x)), NA), "\n",
+      sep = "")
   invisible(x)
 }
 

@@ -113,7 +113,9 @@ ag_device <- function(device) {
 ag_default_device <- function() .pg$device
 
 ag_to_device <- function(tensor, device) {
-  if (!is_ag_tensor(tensor)) .arg_stop("ag_to_device(): tensor must be an ag_tensor")
+  if (!is_ag_tensor(tensor))
+    .arg_fail("argument", "ag_to_device(): tensor must be an ag_tensor, got %s",
+              class(tensor)[[1L]])
   .check_device(device, "ag_to_device")
   tensor
 }
@@ -138,7 +140,8 @@ ag_blas_name <- function() .Call(R_pg_blas_name)
 ag_set_blas <- function(name = "default", path = NULL) {
   choices <- c("default", "r", "builtin", "openblas")
   if (!is.character(name) || length(name) != 1L || is.na(name) || !name %in% choices)
-    .arg_fail("value", "ag_set_blas(): name must be one of %s, got %s",
+    .arg_fail(if (is.character(name) && length(name) == 1L) "value" else "argument",  # as Python's
+              "ag_set_blas(): name must be one of %s, got %s",
               paste0("'", choices, "'", collapse = ", "), .arg_show(name))
   if (name == "default") name <- "builtin"  # as Python's default: the same bits in both languages
   if (name == "openblas") return(.use_openblas(path, "ag_set_blas()"))

@@ -56,13 +56,13 @@ ag_dataloader <- function(x, y = NULL, batch_size = 32L, shuffle = TRUE, col_maj
   }
   e$n_batches <- function() .Call(R_pg_batch_count, e$n, e$batch_size, e$drop_last)
   # the samples an epoch covers: order[1 .. end], batch_size at a time
-  end <- function() min(e$n, e$n_batches() * e$batch_size)
+  end <- function() min(e$n, as.double(e$n_batches()) * e$batch_size)  # no integer overflow
   e$has_next <- function() e$pos <= end()
   e$next_batch <- function() {
     last <- end()
     if (e$pos > last)
       .pg_stop("state", "ag_dataloader: No more batches. Call $reset() to start a new epoch.")
-    idx <- e$order[e$pos:min(e$pos + e$batch_size - 1L, last)]
+    idx <- e$order[e$pos:min(e$pos - 1 + e$batch_size, last)]  # double: batch_size may be 2^31 - 1
     e$pos <- e$pos + length(idx)
     xb <- ag_tensor(e$x[, idx, drop = FALSE], dtype = xdt)
     if (is.null(e$y)) return(list(x = xb))

@@ -108,7 +108,7 @@ SEXP R_pg_layer_print_text(SEXP kind, SEXP name, SEXP params, SEXP training)
         r_stopf(PG_STATUS_ERR_ARG, "print: internal: the layer's kind, name and count");
     const char *k = Rf_translateCharUTF8(STRING_ELT(kind, 0));
     const char *nm = Rf_translateCharUTF8(STRING_ELT(name, 0));
-    const int tr = Rf_asLogical(training) == TRUE;
+    const int lg = Rf_asLogical(training), tr = lg == NA_LOGICAL ? -1 : lg == TRUE; /* NA: none */
     const int64_t len = pg_layer_print_text(k, nm, REAL(params)[0], tr, NULL, 0);
     if (len < 0) r_fail();
     char *text = R_alloc((size_t)len + 1, 1);

@@ -25,6 +25,14 @@ SEXP R_pg_predict_classify(SEXP loss, SEXP fn)
     return Rf_ScalarInteger(k);
 }
 
+/* ag_predict's later batch: its output rows must be the first batch's (the core's text) */
+SEXP R_pg_predict_batch_rows(SEXP fn, SEXP rows0, SEXP rows, SEXP batch_size)
+{
+    r_check(pg_predict_batch_rows(str_arg(fn), (int64_t)Rf_asReal(rows0), (int64_t)Rf_asReal(rows),
+                                  (int64_t)Rf_asReal(batch_size)));
+    return R_NilValue;
+}
+
 /* out: a double matrix [rows, n]; loss: a name or NULL; n_classes: -1 none. A matrix
  * [res_rows, n] of doubles. */
 SEXP R_pg_predict_transform(SEXP out, SEXP type, SEXP classify, SEXP loss, SEXP n_classes)

@@ -11,20 +11,24 @@ static void test_binary_count(void)
     /* probabilities against 0/1 labels: out > 0.5 predicts 1; 0.5 itself predicts 0 */
     const double out[6] = {0.9, 0.2, 0.5, 0.7, 0.1, 0.6}, y[6] = {1, 0, 1, 0, 0, 1};
     int64_t hit = -1, nd = -1;
-    CHECK(pg_binary_count(out, 1, 6, y, 1, 0.5, &hit, &nd) == 0 && hit == 4 && nd == 6);
-    CHECK(pg_binary_count(out, 1, 6, y, 1, 0.0, &hit, &nd) == 0 && hit == 3); /* all predict 1 */
-    CHECK(pg_binary_count(out, 2, 3, y, 2, 0.5, &hit, &nd) == 0 && hit == 4 && nd == 6);
+    CHECK(pg_binary_count(NULL, out, 1, 6, y, 1, 0.5, &hit, &nd) == 0 && hit == 4 && nd == 6);
+    CHECK(pg_binary_count(NULL, out, 1, 6, y, 1, 0.0, &hit, &nd) == 0 &&
+          hit == 3); /* all predict 1 */
+    CHECK(pg_binary_count(NULL, out, 2, 3, y, 2, 0.5, &hit, &nd) == 0 && hit == 4 && nd == 6);
     const double soft[2] = {0.7, 0.3}; /* a target above 0.5 counts as 1 */
-    CHECK(pg_binary_count(out, 1, 2, soft, 1, 0.5, &hit, &nd) == 0 && hit == 2 && nd == 2);
+    CHECK(pg_binary_count(NULL, out, 1, 2, soft, 1, 0.5, &hit, &nd) == 0 && hit == 2 && nd == 2);
     const double bad[2] = {1, 2};
-    CHECK_ERR(pg_binary_count(out, 1, 2, bad, 1, 0.5, &hit, &nd), PG_STATUS_ERR_VALUE,
+    CHECK_ERR(pg_binary_count(NULL, out, 1, 2, bad, 1, 0.5, &hit, &nd), PG_STATUS_ERR_VALUE,
               "ag_accuracy: binary targets must be in [0, 1] (0/1 labels), got 2 at row 1, "
               "column 2");
-    CHECK_ERR(pg_binary_count(out, 1, 6, y, 2, 0.5, &hit, &nd), PG_STATUS_ERR_SHAPE,
+    CHECK_ERR(pg_binary_count(NULL, out, 1, 6, y, 2, 0.5, &hit, &nd), PG_STATUS_ERR_SHAPE,
               "output is [1x6] but y has 2 rows");
-    CHECK_ERR(pg_binary_count(out, 1, 6, y, 1, NAN, &hit, &nd), PG_STATUS_ERR_VALUE,
+    CHECK_ERR(pg_binary_count(NULL, out, 1, 6, y, 1, NAN, &hit, &nd), PG_STATUS_ERR_VALUE,
               "threshold must be a finite number");
-    CHECK_ERR(pg_binary_count(out, 1, 6, y, 1, 0.5, NULL, &nd), PG_STATUS_ERR_ARG, "NULL");
+    CHECK_ERR(pg_binary_count(NULL, out, 1, 6, y, 1, 0.5, NULL, &nd), PG_STATUS_ERR_ARG, "NULL");
+    /* ag_evaluate's metrics count here too: its errors name it (they said ag_accuracy) */
+    CHECK_ERR(pg_binary_count("ag_evaluate", out, 1, 6, y, 2, 0.5, &hit, &nd), PG_STATUS_ERR_SHAPE,
+              "ag_evaluate: the model's output is [1x6] but y has 2 rows");
 }
 
 static void test_accuracy(void)

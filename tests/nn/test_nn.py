@@ -351,7 +351,7 @@ def test_reprs():
     assert repr(model).startswith("ag_sequential (6 layers, eval mode)")
     assert (
         repr(pg.ag_linear(4, 8, "relu"))
-        == "ag_linear: linear(4, 8, relu) (40 parameters, train mode)"
+        == "ag_linear: linear(4, 8, relu) (40 parameters)"  # no mode, as R's list layer
     )
 
 
