@@ -5,6 +5,7 @@ in both languages."""
 
 import numpy as np
 import pytest
+from _rclass import refused
 
 import pyggmlr as pg
 from pyggmlr.errors import ArgumentError, PyggmlrValueError, ShapeError
@@ -14,13 +15,6 @@ _M = np.arange(1.0, 7).reshape((2, 3), order="F")  # R's matrix(1:6, 2, 3)
 
 def _x():
     return pg.ag_param(_M)
-
-
-def _refused(call, exc, text):
-    with pytest.raises(exc) as e:
-        call()
-    assert type(e.value) is exc
-    assert str(e.value) == text
 
 
 def test_losses_take_plain_pred_data():
@@ -70,17 +64,17 @@ def test_power_operator_has_r_rule():
 ])  # fmt: skip
 def test_scalar_arguments_have_rs_words(call, text):
     """Python said "'scalar' must be a number, got str", R "'scalar' must be a single number" """
-    _refused(lambda: call(_x()), ArgumentError, text)
+    refused(lambda: call(_x()), ArgumentError, text)
 
 
 def test_sum_dim_is_the_one_integer_rule():
     """R's text lacked the value; Python refused 1.0, which R's 1 is; the wrong kind is an
     ArgumentError in both (the core's pg_arg_int)"""
     rule = "ag_sum: dim must be None (all), 1 (per row) or 2 (per column), got "
-    _refused(lambda: pg.ag_sum(_x(), 3), PyggmlrValueError, rule + "3")
-    _refused(lambda: pg.ag_sum(_x(), 1.5), PyggmlrValueError, rule + "1.5")
-    _refused(lambda: pg.ag_sum(_x(), "a"), ArgumentError, rule + "str 'a'")
-    _refused(
+    refused(lambda: pg.ag_sum(_x(), 3), PyggmlrValueError, rule + "3")
+    refused(lambda: pg.ag_sum(_x(), 1.5), PyggmlrValueError, rule + "1.5")
+    refused(lambda: pg.ag_sum(_x(), "a"), ArgumentError, rule + "str 'a'")
+    refused(
         lambda: pg.ag_mean(_x(), True), ArgumentError, rule.replace("sum", "mean") + "bool True"
     )
     np.testing.assert_array_equal(pg.ag_sum(_x(), 1.0).numpy(), [[9], [12]])
@@ -90,10 +84,10 @@ def test_sum_dim_is_the_one_integer_rule():
 def test_reshape_pair_rules():
     """a pair with ncol given too ignored ncol (R refuses the pair as nrow)"""
     x = _x()
-    _refused(lambda: pg.ag_reshape(x, (3, 2), 5), ArgumentError,
+    refused(lambda: pg.ag_reshape(x, (3, 2), 5), ArgumentError,
              "ag_reshape: nrow must be an integer within +/-2147483647 (-1: inferred from x's "
              "size), got tuple (3, 2)")  # fmt: skip
-    _refused(lambda: pg.ag_reshape(x, (3, 2, 1)), PyggmlrValueError,
+    refused(lambda: pg.ag_reshape(x, (3, 2, 1)), PyggmlrValueError,
              "ag_reshape: a shape must be (nrow, ncol), got (3, 2, 1)")  # fmt: skip
     assert pg.ag_reshape(x, (3, 2)).shape == pg.ag_reshape(x, 3).shape == (3, 2)
     assert pg.ag_reshape(x, -1, 2).shape == (3, 2)
@@ -109,24 +103,24 @@ def test_reshape_pair_rules():
 def test_gather_index_classes_and_order(index, exc, text):
     """the length was a PyggmlrValueError (R and the core: a shape error), a non-numeric index too
     (R: an argument error), an infinite index "not whole" (ggmlR: out of range)"""
-    _refused(lambda: pg.ag_gather(_x(), index), exc, text)
+    refused(lambda: pg.ag_gather(_x(), index), exc, text)
 
 
 def test_softmax_ce_target_texts():
     x = _x()
     op = "ag_softmax_cross_entropy_loss"
-    _refused(lambda: pg.ag_softmax_cross_entropy_loss(x, "a"), ArgumentError,
+    refused(lambda: pg.ag_softmax_cross_entropy_loss(x, "a"), ArgumentError,
              f"{op}: target must be numeric, got dtype <U1")  # fmt: skip
-    _refused(lambda: pg.ag_softmax_cross_entropy_loss(x, np.ones((2, 3, 2))), ShapeError,
+    refused(lambda: pg.ag_softmax_cross_entropy_loss(x, np.ones((2, 3, 2))), ShapeError,
              f"{op}: logits are [2x3] but target is a 2x3x2 array; give a one-hot matrix of the "
              "logits' shape or one class id per column")  # fmt: skip
 
 
 def test_loss_weights_texts():
     x = _x()
-    _refused(lambda: pg.ag_softmax_cross_entropy_loss(x, [0, 1, 1], weight="a"), ArgumentError,
+    refused(lambda: pg.ag_softmax_cross_entropy_loss(x, [0, 1, 1], weight="a"), ArgumentError,
              "ag_softmax_cross_entropy_loss: weight must be numeric, got dtype <U1")  # fmt: skip
-    _refused(lambda: pg.ag_bce_with_logits_loss(x, np.ones((2, 3)), pos_weight=np.nan),
+    refused(lambda: pg.ag_bce_with_logits_loss(x, np.ones((2, 3)), pos_weight=np.nan),
              PyggmlrValueError, "ag_bce_with_logits_loss: pos_weight must be finite and >= 0, got "
              "NaN at position 0 of [1x1] f32")  # fmt: skip
 
@@ -137,15 +131,15 @@ def test_an_int_past_a_double_is_inf():
     x = _x()
     assert np.isposinf(pg.ag_scale(x, 10**400).numpy()).all()
     np.testing.assert_array_equal(pg.ag_clamp(x, -(10**400), 3).numpy(), np.minimum(_M, 3))
-    _refused(lambda: pg.ag_huber_loss(x, np.ones((2, 3)), delta=10**400), PyggmlrValueError,
+    refused(lambda: pg.ag_huber_loss(x, np.ones((2, 3)), delta=10**400), PyggmlrValueError,
              "ag_huber_loss: delta must be a finite number > 0, got inf")  # fmt: skip
-    _refused(lambda: pg.ag_softmax_cross_entropy_loss(x, [0, 1, 1], ignore_index=-(10**400)),
+    refused(lambda: pg.ag_softmax_cross_entropy_loss(x, [0, 1, 1], ignore_index=-(10**400)),
              PyggmlrValueError,
              "ag_softmax_cross_entropy_loss: ignore_index must be a whole number, got -Inf")  # fmt: skip
-    _refused(lambda: pg.ag_reshape(x, -(10**400)), PyggmlrValueError,  # 400 digits spelled out
+    refused(lambda: pg.ag_reshape(x, -(10**400)), PyggmlrValueError,  # 400 digits spelled out
              "ag_reshape: nrow must be an integer within +/-2147483647 (-1: inferred from x's "
              "size), got -Inf")  # fmt: skip
-    _refused(lambda: pg.ag_batch_norm(3, eps=10**400), PyggmlrValueError,  # an OverflowError
+    refused(lambda: pg.ag_batch_norm(3, eps=10**400), PyggmlrValueError,  # an OverflowError
              "ag_batch_norm: eps must be a finite number >= 0, got Inf")  # fmt: skip
     with pytest.raises(PyggmlrValueError) as e:  # shown as R's .arg_show: at most 80 characters
         pg.ag_reshape(x, 10**100)

@@ -3,14 +3,9 @@ same cases in both languages are tests/r/test_layer_drift_parity.py."""
 
 import numpy as np
 import pytest
+from _rclass import refused
 
 import pyggmlr as pg
-
-
-def _refuses(call, exc, text):
-    with pytest.raises(exc) as e:
-        call()
-    assert str(e.value) == text
 
 
 def test_embedding_ids_past_any_integer_named_by_the_core():
@@ -18,7 +13,7 @@ def test_embedding_ids_past_any_integer_named_by_the_core():
     R said "ids are out of R's integer range"; both now give the core's one text"""
     e = pg.ag_embedding(10, 4)
     for v, shown in ((3e9, "3e+09"), (-3e9, "-3e+09"), (1e300, "1e+300"), (11, "11")):
-        _refuses(lambda: e.forward(np.array([2.0, v])), pg.PyggmlrValueError,
+        refused(lambda v=v: e.forward(np.array([2.0, v])), pg.PyggmlrValueError,
                  f"ag_embedding: id {shown} at position 1 is out of range [0, 10) for weight "
                  "[4x10] f32 (ids are 0-based)")  # fmt: skip
     got = e.forward(np.array([2.0, 9.0])).numpy()  # whole doubles as before
@@ -26,18 +21,18 @@ def test_embedding_ids_past_any_integer_named_by_the_core():
 
 
 def test_linear_texts_as_r():
-    _refuses(
+    refused(
         lambda: pg.ag_linear(2, 3, gain=[1, 2]),
         pg.PyggmlrValueError,
         "ag_linear: gain must be a single finite number",
     )  # ggmlR's text, no value shown
-    _refuses(
+    refused(
         lambda: pg.ag_linear(2, 3, init="he"),
         pg.PyggmlrValueError,
         "ag_linear: 'arg' should be one of \u201cglorot_uniform\u201d, \u201corthogonal\u201d "
         "(init = 'he')",
     )
-    _refuses(
+    refused(
         lambda: pg.ag_linear(2, 3, activation=1),
         pg.PyggmlrValueError,
         "ag_linear: activation must be one of 'gelu', 'relu', 'sigmoid', 'softmax', 'tanh' "
@@ -47,12 +42,12 @@ def test_linear_texts_as_r():
 
 
 def test_dropout_rate_is_the_core_rule():
-    _refuses(
+    refused(
         lambda: pg.ag_dropout(True),
         pg.ArgumentError,
         "ag_dropout: rate must be a finite number in [0, 1), got bool True",
     )  # was 1.0
-    _refuses(
+    refused(
         lambda: pg.ag_dropout(float("nan")),
         pg.PyggmlrValueError,
         "ag_dropout: rate must be a finite number in [0, 1), got nan",
@@ -61,7 +56,7 @@ def test_dropout_rate_is_the_core_rule():
 
 
 def test_conv_layer_needs_a_kernel_size():
-    _refuses(
+    refused(
         lambda: pg.ag_conv2d(1, 2, None),
         pg.ArgumentError,
         "ag_conv2d: kernel_size must be a number or a pair (H, W), got None",
@@ -77,27 +72,27 @@ def test_normalization_statistics_are_numbers():
 
 
 def test_dtype_and_device_name_the_function():
-    _refuses(
+    refused(
         lambda: pg.ag_tensor([1.0], dtype="i8"),
         pg.DTypeError,
         "ag_tensor: dtype must be 'f32' or 'f64', got 'i8'",
     )
-    _refuses(
+    refused(
         lambda: pg.ag_param([1.0], dtype=2),
         pg.DTypeError,
         "ag_param: dtype must be 'f32' or 'f64', got 2",
     )
     before = pg.ag_default_dtype()
-    _refuses(
+    refused(
         lambda: pg.ag_dtype("x"), pg.DTypeError, "ag_dtype: dtype must be 'f32' or 'f64', got 'x'"
     )
     assert pg.ag_default_dtype() == before  # a refused call changes nothing
-    _refuses(
+    refused(
         lambda: pg.ag_tensor([1.0], device="tpu"),
         pg.PyggmlrValueError,
         "ag_tensor(): device must be 'cpu' or 'gpu', got 'tpu'",
     )
-    _refuses(
+    refused(
         lambda: pg.ag_to_device(pg.ag_tensor([1.0]), "tpu"),
         pg.PyggmlrValueError,
         "ag_to_device(): device must be 'cpu' or 'gpu', got 'tpu'",
@@ -105,22 +100,22 @@ def test_dtype_and_device_name_the_function():
 
 
 def test_forward_refusals_name_the_layer():
-    _refuses(
+    refused(
         lambda: pg.ag_layer_norm(2)("a"),
         pg.DTypeError,
         "ag_layer_norm: expected a numeric matrix, vector or ag_tensor, got str",
     )
-    _refuses(
+    refused(
         lambda: pg.ag_conv2d(1, 2, 3)(np.array([["a"]])),
         pg.DTypeError,
         "ag_conv2d: expected a numeric matrix, vector or ag_tensor, got dtype <U1",
     )
-    _refuses(
+    refused(
         lambda: pg.ag_pad1d(1)(np.ones((1, 1, 3))),
         pg.ShapeError,
         "ag_pad1d: tensors are 2-D matrices [features, batch]; got a 1x1x3 array",
     )
-    _refuses(
+    refused(
         lambda: pg.ag_sequential(pg.ag_linear(2, 2), None),
         pg.ArgumentError,
         "ag_sequential: layer 2 has no forward function (got NoneType)",
@@ -142,22 +137,22 @@ def test_refused_constructors_draw_nothing():
 
 
 def test_conv_arguments_in_r_order():
-    _refuses(
+    refused(
         lambda: pg.ag_conv2d(1, 2, 3, padding=True, dilation=None),
         pg.ArgumentError,
         "ag_conv2d: padding must be a number or a pair (H, W), got True",
     )
-    _refuses(
+    refused(
         lambda: pg.ag_conv_transpose2d(1, 2, 3, output_padding=True, groups=None),
         pg.ArgumentError,
         "ag_conv_transpose2d: output_padding must be a number or a pair (H, W), got True",
     )
-    _refuses(
+    refused(
         lambda: pg.ag_conv1d(1, 2, 3, groups="a"),
         pg.ArgumentError,
         "ag_conv1d: groups must be an integer >= 1, got 'a'",
     )  # the core's value text's words
-    _refuses(
+    refused(
         lambda: pg.ag_conv1d(1, 2, 3, groups=0),
         pg.PyggmlrValueError,
         "ag_conv1d: groups must be an integer >= 1, got 0",

@@ -4,7 +4,7 @@ and no bare Python exception. R's test-drift-misc.R has the same cases;
 tests/r/test_misc_drift_parity.py runs them in both languages."""
 
 import numpy as np
-import pytest
+from _rclass import refused
 
 import pyggmlr as pg
 from pyggmlr.errors import ArgumentError, PyggmlrValueError, ShapeError
@@ -27,21 +27,14 @@ def _square(x):
     return pg.ag_tensor(np.ones((x.shape[1], x.shape[1])))
 
 
-def _refused(call, exc, text):
-    with pytest.raises(exc) as e:
-        call()
-    assert type(e.value) is exc
-    assert str(e.value) == text
-
-
 def test_predict_batches_keep_their_rows():
     """numpy's concatenate raised a bare ValueError (R: cbind's simpleError)"""
-    _refused(
+    refused(
         lambda: pg.ag_predict(_square, _X, batch_size=3), ShapeError, _ROWS.format("ag_predict")
     )
-    _refused(lambda: pg.ag_evaluate(_square, _X, _Y, batch_size=3, loss="mse"), ShapeError,
+    refused(lambda: pg.ag_evaluate(_square, _X, _Y, batch_size=3, loss="mse"), ShapeError,
              _ROWS.format("ag_evaluate"))  # fmt: skip
-    _refused(lambda: pg.ag_accuracy(_square, _X, _Y, batch_size=3), ShapeError,
+    refused(lambda: pg.ag_accuracy(_square, _X, _Y, batch_size=3), ShapeError,
              _ROWS.format("ag_accuracy"))  # fmt: skip
     # one batch, or rows that do not change: predicted as before
     assert pg.ag_predict(_square, _X, batch_size=4).shape == (4, 4)
@@ -52,15 +45,15 @@ def test_threshold_must_be_finite():
     """10**400 raised OverflowError; a NaN threshold read as "none" in ag_evaluate (R refused NaN
     as not a number)"""
     fin = "{}: threshold must be a finite number, got {}"
-    _refused(lambda: pg.ag_evaluate(_model(), _X, _Y, threshold=10**400, metrics="accuracy"),
+    refused(lambda: pg.ag_evaluate(_model(), _X, _Y, threshold=10**400, metrics="accuracy"),
              PyggmlrValueError, fin.format("ag_evaluate", "inf"))  # fmt: skip
-    _refused(lambda: pg.ag_evaluate(_model(), _X, _Y, threshold=np.nan, metrics="accuracy"),
+    refused(lambda: pg.ag_evaluate(_model(), _X, _Y, threshold=np.nan, metrics="accuracy"),
              PyggmlrValueError, fin.format("ag_evaluate", "nan"))  # fmt: skip
-    _refused(lambda: pg.ag_accuracy(_model(), _X, _Y, threshold=-(10**400)), PyggmlrValueError,
+    refused(lambda: pg.ag_accuracy(_model(), _X, _Y, threshold=-(10**400)), PyggmlrValueError,
              fin.format("ag_accuracy", "-inf"))  # fmt: skip
-    _refused(lambda: pg.ag_accuracy(_model(), _X, _Y, threshold=np.nan), PyggmlrValueError,
+    refused(lambda: pg.ag_accuracy(_model(), _X, _Y, threshold=np.nan), PyggmlrValueError,
              fin.format("ag_accuracy", "nan"))  # fmt: skip
-    _refused(lambda: pg.ag_evaluate(_model(), _X, _Y, threshold=np.nan), ArgumentError,
+    refused(lambda: pg.ag_evaluate(_model(), _X, _Y, threshold=np.nan), ArgumentError,
              "ag_evaluate: give loss, metrics or both")  # fmt: skip
     onehot = np.eye(2)[:, _Y]  # a finite threshold reads each output: 0/1 targets of its shape
     assert pg.ag_evaluate(_model(), _X, onehot, threshold=0, metrics="accuracy") == {
@@ -68,39 +61,39 @@ def test_threshold_must_be_finite():
     }
     assert pg.ag_accuracy(_model(), _X, onehot, threshold=0) == 0.5
     # a threshold with class ids: ag_evaluate's error named ag_accuracy
-    _refused(lambda: pg.ag_evaluate(_model(), _X, _Y, threshold=0, metrics="accuracy"), ShapeError,
+    refused(lambda: pg.ag_evaluate(_model(), _X, _Y, threshold=0, metrics="accuracy"), ShapeError,
              "ag_evaluate: the model's output is [2x4] but y has 1 rows: give 0/1 targets of the "
              "output's shape")  # fmt: skip
 
 
 def test_seed_past_a_double_is_inf():
     """10**400 raised OverflowError; R's 1e400 is Inf"""
-    _refused(lambda: pg.ggml_set_seed(10**400), PyggmlrValueError,
+    refused(lambda: pg.ggml_set_seed(10**400), PyggmlrValueError,
              "ggml_set_seed: supplied seed is not a valid integer, got Inf")  # fmt: skip
-    _refused(lambda: pg.ggml_set_seed(-(10**400)), PyggmlrValueError,
+    refused(lambda: pg.ggml_set_seed(-(10**400)), PyggmlrValueError,
              "ggml_set_seed: supplied seed is not a valid integer, got -Inf")  # fmt: skip
-    _refused(lambda: pg.ag_dataloader(_X, seed=10**400), PyggmlrValueError,
+    refused(lambda: pg.ag_dataloader(_X, seed=10**400), PyggmlrValueError,
              "ag_dataloader: supplied seed is not a valid integer, got Inf")  # fmt: skip
-    _refused(lambda: pg.random.runif(10**400), PyggmlrValueError,
+    refused(lambda: pg.random.runif(10**400), PyggmlrValueError,
              "runif: n must be a count >= 0 (or a sequence, whose length is used), got Inf")  # fmt: skip
     assert pg.ggml_set_seed(2**31 - 1) == 2**31 - 1
 
 
 def test_tape_memory_checks_quiet_first():
     """quiet was never checked (R refused it), and compiled was checked before top"""
-    _refused(lambda: pg.ag_tape_memory(quiet="a"), ArgumentError,
+    refused(lambda: pg.ag_tape_memory(quiet="a"), ArgumentError,
              "ag_tape_memory: quiet must be True or False, got str 'a'")  # fmt: skip
-    _refused(lambda: pg.ag_tape_memory(top=-1, compiled=1), PyggmlrValueError,
+    refused(lambda: pg.ag_tape_memory(top=-1, compiled=1), PyggmlrValueError,
              "ag_tape_memory: top must be an integer >= 0, got -1")  # fmt: skip
-    _refused(lambda: pg.ag_tape_memory(quiet=1, compiled=1), ArgumentError,
+    refused(lambda: pg.ag_tape_memory(quiet=1, compiled=1), ArgumentError,
              "ag_tape_memory: quiet must be True or False, got int 1")  # fmt: skip
     assert pg.ag_tape_memory(quiet=True).nodes >= 0
 
 
 def test_to_device_names_what_it_got():
-    _refused(lambda: pg.ag_to_device(1, "cpu"), ArgumentError,
+    refused(lambda: pg.ag_to_device(1, "cpu"), ArgumentError,
              "ag_to_device(): tensor must be an ag_tensor, got int")  # fmt: skip
-    _refused(lambda: pg.ag_to_device(np.ones((1, 1)), "cpu"), ArgumentError,
+    refused(lambda: pg.ag_to_device(np.ones((1, 1)), "cpu"), ArgumentError,
              "ag_to_device(): tensor must be an ag_tensor, got ndarray")  # fmt: skip
 
 
