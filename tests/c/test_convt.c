@@ -172,6 +172,18 @@ void test_convt(void)
               "ag_conv_transpose2d: input_shape (2, 3, 3) has 2 channels but in_channels = 1");
     CHECK_ERR(pg_conv_check(1.5, 2, a, 2, 1, NULL) != 0, PG_STATUS_ERR_VALUE,
               "ag_conv_transpose2d: in_channels must be an integer >= 1, got 1.5");
+    /* the ops' limit, at construction for every convolution (it was the forward's for conv) */
+    targs(&c, a);
+    a[PG_CONV_HAS_SHAPE] = 0, a[PG_CONV_DW] = 65535;
+    CHECK(pg_conv_check(1, 2, a, 2, 0, NULL) == 0);
+    a[PG_CONV_DW] = 65536;
+    CHECK_ERR(pg_conv_check(1, 2, a, 2, 0, NULL) != 0, PG_STATUS_ERR_VALUE,
+              "ag_conv2d: kernel_size, stride, padding and dilation must be at most 65535");
+    targs(&c, a);
+    a[PG_CONV_HAS_SHAPE] = 0, a[PG_CONV_PH] = 70000;
+    CHECK_ERR(pg_conv_check(1, 2, a, 2, 1, NULL) != 0, PG_STATUS_ERR_VALUE,
+              "ag_conv_transpose2d: kernel_size, stride, padding and dilation must be at most "
+              "65535");
 }
 
 /* ---- 1-D (dims 1: H = 1, kH = 1, the L side's numbers in the W slots) ---- */

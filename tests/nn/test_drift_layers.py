@@ -163,5 +163,11 @@ def test_huge_layer_counts_refused_at_once():
     for kind in (pg.ag_lstm, pg.ag_gru, pg.ag_rnn):  # the count in closed form, not a loop
         with pytest.raises(pg.PyggmlrMemoryError, match=r"num_layers = 2147483647 \("):
             kind(2, 3, num_layers=2**31 - 1, bidirectional=True)
-    with pytest.raises(pg.PyggmlrMemoryError, match=r"for a \[1x4611686014132420608\] weight"):
-        pg.ag_conv_transpose2d(1, 1, 2**31 - 1)  # fan_in as R's double shows it
+    with pytest.raises(pg.PyggmlrMemoryError, match=r"for a \[1x9223090559730712576\] weight"):
+        pg.ag_conv_transpose2d(1, 2**31 - 1, 65535)  # fan_in as R's double shows it
+    for f in ("ag_conv1d", "ag_conv2d", "ag_conv_transpose1d", "ag_conv_transpose2d"):
+        for kw in ("kernel_size", "stride", "padding", "dilation"):  # the op's limit, at once
+            a = {"in_channels": 1, "out_channels": 1, "kernel_size": 3, kw: 65536}
+            refused(lambda: getattr(pg, f)(**a), pg.PyggmlrValueError,
+                    f"{f}: kernel_size, stride, padding and dilation must be at most 65535")
+        getattr(pg, f)(1, 1, 3, stride=65535, padding=65535, dilation=65535)  # the limit itself

@@ -98,6 +98,12 @@ _CASES = [  # (id, Python call, R call, Python type, Python text, R text or None
      "are 0-based)",  # own "out of R's integer range"
      "ag_embedding: id 1e+300 at position 2 is out of range [0, 10) for weight [4x10] f32 (ids "
      "are 0-based)"),
+    # the convolutions' limit, at construction as the transposed ones (it was at the forward)
+    *[(f"conv {kw} > 65535", lambda f=f, kw=kw: getattr(pg, f)(1, 2, **{"kernel_size": 3, kw: 65536}),
+       f"{f}(1, 2, kernel_size = {'65536' if kw == 'kernel_size' else '3'}, {'stride = 1' if kw == 'kernel_size' else kw + ' = 65536'})", pg.PyggmlrValueError,
+       f"{f}: kernel_size, stride, padding and dilation must be at most 65535", None)
+      for f, kw in (("ag_conv2d", "stride"), ("ag_conv1d", "padding"), ("ag_conv2d", "dilation"),
+                    ("ag_conv1d", "kernel_size"), ("ag_conv_transpose1d", "stride"))],
 ]  # fmt: skip
 
 
@@ -110,8 +116,8 @@ def test_same_refusal(call, rcall, exc, text, rtext):
 @pytest.mark.parametrize("call, rcall, text", [
     (lambda: pg.ag_gru(2, 3, num_layers=2**31 - 1), "ag_gru(2, 3, num_layers = 2^31 - 1)",
      "ag_gru: out of memory for input_size = 2, hidden_size = 3, num_layers = 2147483647"),
-    (lambda: pg.ag_conv2d(1, 1, 2**31 - 1), "ag_conv2d(1, 1, 2^31 - 1)",  # R said [1xNA]
-     "ag_conv2d: out of memory for a [1x4611686014132420608] weight"),
+    (lambda: pg.ag_conv2d(1, 2**31 - 1, 65535), "ag_conv2d(1, 2^31 - 1, 65535)",  # R: [NAx..]
+     "ag_conv2d: out of memory for a [2147483647x4294836225] weight"),
 ], ids=["recurrent layers", "conv fan_in"])  # fmt: skip
 def test_same_memory_refusal(call, rcall, text):
     """refused at once (a stack of 2^31 - 1 layers was summed layer by layer: minutes), the same

@@ -67,7 +67,15 @@ test_that("huge layer counts are refused at once, the sizes shown as Python's", 
   for (f in list(ag_lstm, ag_gru, ag_rnn))  # the count in closed form, not a loop
     expect_error(f(2, 3, num_layers = 2^31 - 1, bidirectional = TRUE),
                  "num_layers = 2147483647 (", fixed = TRUE, class = "pyggmlr_memory_error")
-  expect_error(ag_conv_transpose2d(1, 1, 2^31 - 1),  # said [1xNA]
-               "for a [1x4611686014132420608] weight", fixed = TRUE,
+  expect_error(ag_conv_transpose2d(1, 2^31 - 1, 65535),  # said [1xNA]
+               "for a [1x9223090559730712576] weight", fixed = TRUE,
                class = "pyggmlr_memory_error")
+  for (f in c("ag_conv1d", "ag_conv2d", "ag_conv_transpose1d", "ag_conv_transpose2d"))
+    for (kw in c("kernel_size", "stride", "padding", "dilation")) {  # the op's limit, at once
+      a <- list(1, 1, kernel_size = 3)
+      a[[kw]] <- 65536
+      expect_error(do.call(f, a),
+                   paste0(f, ": kernel_size, stride, padding and dilation must be at most 65535"),
+                   fixed = TRUE, class = "pyggmlr_value_error")
+    }
 })
