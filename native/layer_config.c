@@ -288,7 +288,8 @@ static int list_arg(const pj_doc *d, const arg_spec *a, int64_t v, char *val, si
     if (a->kind == PG_LAYER_ARG_PAIR && x->type == PJ_NUM)
         return whole_item(d, v, a->lo, val, cap, &k);
     if (x->type != PJ_ARR) return 0;
-    int64_t lo = a->kind == PG_LAYER_ARG_PAIR ? 1 : (int64_t)a->lo;
+    /* a PAIR with hi 0 is "a list of two" (the convolutions': torch refuses one) */
+    int64_t lo = a->kind == PG_LAYER_ARG_PAIR ? (a->hi ? 1 : 2) : (int64_t)a->lo;
     int64_t hi = a->kind == PG_LAYER_ARG_PAIR ? (a->hi ? (int64_t)a->hi : 2) : (int64_t)a->hi;
     int64_t n = 0;
     k += (size_t)snprintf(val, cap, "[");

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import _walk
 from .._core import check, ffi, last_message, lib
-from ..errors import ArgumentError, PyggmlrValueError
+from ..errors import ArgumentError, PyggmlrError, PyggmlrValueError
 from ..nn.modules import ag_module_from_config
 from ..random import Generator
 from ..tensor import Tensor, ag_dtype
@@ -55,6 +55,14 @@ def clean(v: Any, what: str, depth: int = 0, path: Optional[set] = None) -> Any:
         v = float(v)
         return v if math.isfinite(v) else None
     return v
+
+
+def rebuild_why(e: BaseException) -> bytes:
+    """Why a config did not rebuild, for the core's text: the library's own errors by their
+    message alone, as R's conditionMessage (they name their function); others with their type
+    (a builder's KeyError('x') says only 'x')."""
+    why = str(e) if isinstance(e, PyggmlrError) else f"{type(e).__name__}: {e}"
+    return why.encode("utf-8", "surrogatepass")
 
 
 def to_json(v: Any, what: str) -> str:
@@ -136,8 +144,7 @@ def check_config(text: str, m: _Model) -> None:
     try:
         built = _Model(*_model_parts(ag_module_from_config(json.loads(text))))
     except Exception as e:  # noqa: BLE001 - any failure to rebuild: the file would be refused
-        why = f"{type(e).__name__}: {e}".encode("utf-8", "surrogatepass")
-        check(lib.pg_mf_rebuild_fail(ffi.NULL, lib.PG_MF_REBUILD_SAVE, why))
+        check(lib.pg_mf_rebuild_fail(ffi.NULL, lib.PG_MF_REBUILD_SAVE, rebuild_why(e)))
     else:
         check(lib.pg_mf_config_check_end(raw, m.c, built.c))
     finally:

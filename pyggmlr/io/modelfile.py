@@ -37,6 +37,7 @@ from .check import (
     check_config,
     model_target,
     os_error,
+    rebuild_why,
     set_target,
     to_json,
 )
@@ -223,8 +224,7 @@ def _load(
             if rebuilt:
                 model = f.build(lambda: ag_module_from_config(f.json(lib.pg_mf_config(f.h))))
         except Exception as e:  # noqa: BLE001
-            why = f"{type(e).__name__}: {e}".encode("utf-8", "surrogatepass")
-            f.call(lib.pg_mf_rebuild_fail(f.h, lib.PG_MF_REBUILD_LOAD, why))
+            f.call(lib.pg_mf_rebuild_fail(f.h, lib.PG_MF_REBUILD_LOAD, rebuild_why(e)))
         try:
             params, bufs = _model_parts(model, lib.PG_MF_FN_LOAD)
         except PyggmlrError as e:

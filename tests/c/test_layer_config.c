@@ -48,6 +48,12 @@ void test_layer_config(void)
             "\"init\": \"orthogonal\"}",
             "bad arguments for a 'conv2d' layer: init must be one of \"torch\", \"glorot_uniform\" "
             "or \"he_uniform\", got \"orthogonal\"");
+    /* a convolution's pair is a number or a list of two (R had read a list of one as both) */
+    REFUSED("{\"type\": \"conv2d\", \"in_channels\": 2, \"out_channels\": 3, "
+            "\"kernel_size\": [3]}",
+            "bad arguments for a 'conv2d' layer: kernel_size must be a whole number >= 1 or a list "
+            "of two, got [3]");
+    CHECK(cfg("{\"type\": \"max_pool2d\", \"kernel_size\": [3]}") > 0); /* pools: 1 or 2 */
     /* a number reads back as the same double */
     CHECK(cfg("{\"type\": \"dropout\", \"rate\": 0.30000000000000004}") > 0 &&
           !strcmp(out, "{\"rate\": 0.30000000000000004}"));

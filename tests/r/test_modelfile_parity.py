@@ -188,3 +188,37 @@ def test_same_model_info(tmp_path, classes):
     assert epoch == info["epoch"] == 3 and opt_kind == info["optimizer"] == "adam"
     want = {k: s for k, (s, _) in info["parameters"].items()}
     assert {k: tuple(v) for k, v in shapes.items()} == want
+
+
+_CONV = {"type": "conv2d", "in_channels": 1, "out_channels": 2, "kernel_size": [3, 3],
+         "stride": [1, 1], "padding": [1, 1], "dilation": [1, 1], "groups": 1, "bias": True,
+         "input_shape": [1, 4, 4], "activation": None, "init": "torch"}  # fmt: skip
+_EDITS = {  # a hand-edited config: the same file is refused alike in both languages
+    "a pair of one": ("kernel_size", [3]),  # R had taken list(3) as 3
+    "a stride past the ops' limit": ("stride", [1, 70000]),
+    "a layer type": ("type", "no_such_layer"),
+    "out_channels": ("out_channels", 0),
+}
+
+
+@pytest.mark.parametrize("edit", list(_EDITS))
+def test_same_refusal_of_an_edited_config(tmp_path, edit):
+    pg.ggml_set_seed(1)
+    p = tmp_path / "c.st"
+    pg.ag_save_model(pg.ag_sequential([pg.ag_conv2d(**{k: v for k, v in _CONV.items()
+                                                       if k != "type"})]), str(p))  # fmt: skip
+    b = open(p, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8 : 8 + n])
+    key, value = _EDITS[edit]
+    h["__metadata__"]["config"] = json.dumps({"type": "sequential",
+                                              "layers": [dict(_CONV, **{key: value})]})
+    hb = json.dumps(h).encode()
+    open(p, "wb").write(struct.pack("<Q", len(hb)) + hb + b[8 + n :])
+    with pytest.raises(pg.PyggmlrValueError) as e:
+        pg.ag_load_model(str(p))
+    assert str(e.value).startswith(f"{p}: cannot rebuild the model from its architecture config: ")
+    assert "Error: " not in str(e.value)  # the library's text alone, as R's conditionMessage
+    got = r.run("tryCatch({ ag_load_model(p); list('none', '') }, "
+                "error = function(e) list(class(e)[[1L]], conditionMessage(e)))", p=str(p))
+    assert got == ["pyggmlr_value_error", str(e.value)]

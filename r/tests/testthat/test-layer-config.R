@@ -141,3 +141,14 @@ test_that("the glue's config writer gives R's former writer's JSON values", {
                      .Call(pyggmlr:::R_pg_layer_shape, ref_cfg(cfg), st))
   }
 })
+
+test_that("a convolution's pair in a config is a number or a list of two, as Python's", {
+  # jsonlite reads [3] as list(3), which the constructor had taken as 3 (Python refused it)
+  expect_error(ag_module_from_config('{"type": "conv2d", "in_channels": 1, "out_channels": 2,
+                                       "kernel_size": [3]}'),
+               paste("ag_module_from_config: bad arguments for a 'conv2d' layer: kernel_size must",
+                     "be a whole number >= 1 or a list of two, got [3]"),
+               fixed = TRUE, class = "pyggmlr_value_error")
+  expect_identical(ag_module_from_config('{"type": "max_pool2d", "kernel_size": [3]}')$kernel_size,
+                   ag_max_pool2d(3)$kernel_size)  # a pool's: one or two
+})
