@@ -51,11 +51,13 @@ ag_early_stopping <- function(patience = 5L, min_delta = 0, restore_best = TRUE,
   e$state <- function() list(js = jsonlite::parse_json(.Call(R_pg_callback_state, e$.ptr,
                                                                early_stop, NULL, NULL)),
                              arrays = e$best_weights)
+  # a state is a named list (a JSON object, as Python's dict): a file's [] or [1, 2] is refused
+  obj <- function(st) is.list(st) && !is.null(names(st)) && all(names(st) != "")
   vals <- function(st) lapply(.Call(R_pg_callback_state_keys), function(k)  # the core's keys
-    .st_val(if (is.list(st)) st[[k]]))
-  e$check_state <- function(st) .Call(R_pg_callback_state, NULL, early_stop, is.list(st), vals(st))
+    .st_val(if (obj(st)) st[[k]]))
+  e$check_state <- function(st) .Call(R_pg_callback_state, NULL, early_stop, obj(st), vals(st))
   e$load_state <- function(st, arrays = NULL) {  # all checked before the first is set
-    .Call(R_pg_callback_state, e$.ptr, early_stop, is.list(st), vals(st))
+    .Call(R_pg_callback_state, e$.ptr, early_stop, obj(st), vals(st))
     if (!is.null(arrays)) e$best_weights <- arrays
   }
   e

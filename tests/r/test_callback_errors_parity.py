@@ -54,6 +54,9 @@ _STATES = [  # a checkpoint's callback state (pg_callback_state_parse): Python d
     ({"best": "a", "best_epoch": 1, "wait": 0}, 'list(best = "a", best_epoch = 1, wait = 0)'),
     ({"best": float("nan"), "best_epoch": 1}, "list(best = NaN, best_epoch = 1)"),
     ({"best": True, "wait": 1}, "list(best = TRUE, wait = 1)"),
+    # a file's JSON array where the state's object goes: R had read [] / [1, 2] as a state
+    ([], "jsonlite::parse_json('[]')"),
+    ([1, 2], "jsonlite::parse_json('[1, 2]')"),
 ]  # fmt: skip
 
 

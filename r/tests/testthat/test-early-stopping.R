@@ -194,3 +194,15 @@ test_that("a hand-edited history prints without failing (NA epoch, odd stopped/b
   expect_error(print(h), "print.ag_history: the history's columns",
                class = "pyggmlr_argument_error")
 })
+
+test_that("a callback state is a named list (a JSON object), as Python's dict", {
+  # a checkpoint's [] or [1, 2] (jsonlite: an unnamed list) had been read as a state
+  for (st in list(jsonlite::parse_json("[]"), list(1, 2), list(best = 1, 2)))
+    for (cb in list(ag_early_stopping(), ag_model_checkpoint(tempfile(fileext = ".st"))))
+      expect_error(cb$check_state(st), "the checkpoint's callback state is not usable",
+                   fixed = TRUE, class = "pyggmlr_value_error")
+  e <- ag_early_stopping()
+  expect_silent(e$check_state(jsonlite::parse_json("{}")))  # every field absent: the defaults
+  e$load_state(list(best = 0.5, best_epoch = 2, wait = 1))
+  expect_identical(c(e$best, e$best_epoch, e$wait), c(0.5, 2, 1))
+})
