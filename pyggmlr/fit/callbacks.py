@@ -183,12 +183,25 @@ def _monitor_codes(fn, monitor, mode):
     return out[0], out[1]
 
 
+class _Shown:
+    """A value the core shows as this text and refuses (not a number: PG_HOST_OTHER)."""
+
+    def __init__(self, text):
+        self.text = text
+
+    def __str__(self):
+        return self.text
+
+
 def _state_load(load, h, st):
     """A callback state checked by the core's rule and text (R's too), then set (load:
     pg_<kind>_state_load; h NULL: checked only)."""
     host, v, d = HostValues(), ffi.new("pg_host_value[3]"), st if isinstance(st, dict) else {}
     for i, dst in enumerate(v):  # the keys: the core's (pg_callback_state_key), R's too
-        host.value(dst, d.get(ffi.string(lib.pg_callback_state_key(i)).decode()))
+        x = d.get(ffi.string(lib.pg_callback_state_key(i)).decode())
+        if isinstance(x, (list, dict)):  # shown as compact JSON, as R's jsonlite writes it
+            x = _Shown(json.dumps(x, separators=(",", ":"), default=repr))
+        host.value(dst, x)
     _core.check(load(h, isinstance(st, dict), v))
 
 

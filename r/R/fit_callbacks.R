@@ -53,8 +53,11 @@ ag_early_stopping <- function(patience = 5L, min_delta = 0, restore_best = TRUE,
                              arrays = e$best_weights)
   # a state is a named list (a JSON object, as Python's dict): a file's [] or [1, 2] is refused
   obj <- function(st) is.list(st) && !is.null(names(st)) && all(names(st) != "")
-  vals <- function(st) lapply(.Call(R_pg_callback_state_keys), function(k)  # the core's keys
-    .st_val(if (obj(st)) st[[k]]))
+  vals <- function(st) lapply(.Call(R_pg_callback_state_keys), function(k) {  # the core's keys
+    v <- if (obj(st)) st[[k]]
+    if (is.list(v)) list(NA, as.character(jsonlite::toJSON(v, auto_unbox = TRUE, digits = NA)))
+    else .st_val(v)  # a list shown as compact JSON, as Python's
+  })
   e$check_state <- function(st) .Call(R_pg_callback_state, NULL, early_stop, obj(st), vals(st))
   e$load_state <- function(st, arrays = NULL) {  # all checked before the first is set
     .Call(R_pg_callback_state, e$.ptr, early_stop, obj(st), vals(st))
