@@ -101,6 +101,9 @@ def _same(py, rr):
         if "expected a dict with a 'type' key" in str(pm):  # each language's word for an object
             assert (rc, rm.split(", got")[0]) == (pc, pm.split(", got")[0].replace(
                 "a dict with a 'type' key", "a list with a 'type' entry"))  # fmt: skip
+        elif pc == "ok" and isinstance(pm, tuple):  # (outputs, their classes)
+            assert rc == "ok" and np.array_equal(np.asarray(rm[0], dtype=float), pm[0])
+            assert rm[1] == pm[1]
         elif pc == "ok":
             assert rc == "ok" and np.array_equal(np.asarray(rm, dtype=float), pm, equal_nan=True)
         else:
@@ -119,14 +122,25 @@ def test_edited_model_config_same_outcome(tmp_path):
             pg.ag_linear(4, 2),
         ]
     )
+    pg.ag_fit(m, _RX, np.array(["a", "b"] * 3), nepoch=1, batch_size=2, silent=True)  # a target
     src = tmp_path / "m.st"
     pg.ag_save_model(m, str(src))
-    files = _mutants(tmp_path, src, ["config"])
+    files = _mutants(tmp_path, src, ["config", "target", "parameters", "buffers"])
     assert len(files) > 400
-    py = _py(lambda f: pg.ag_predict(pg.ag_load_model(f), _RX).ravel(order="F").tolist(), files)
+    def predict(f):
+        m = pg.ag_load_model(f)
+        try:  # the classes as the file's target says (refused without one)
+            cls = "|".join(str(c) for c in pg.ag_predict(m, _RX, type="class"))
+        except pg.PyggmlrError as e:
+            cls = str(e)
+        return pg.ag_predict(m, _RX).ravel(order="F").tolist(), cls
+
+    py = _py(predict, files)
     assert 10 < sum(c == "ok" for c, _ in py) < len(py) - 300  # both outcomes are exercised
-    rr = r.run(_R_LOOP.format(call="as.vector(ag_predict(ag_load_model(f), x))"),
-               files=files, x=_RX)  # fmt: skip
+    call = """{m <- ag_load_model(f)
+      list(as.vector(ag_predict(m, x)), tryCatch(paste(ag_predict(m, x, type = "class"),
+           collapse = "|"), error = function(e) conditionMessage(e)))}"""
+    rr = r.run(_R_LOOP.format(call=call), files=files, x=_RX)
     _same(py, rr)
 
 
