@@ -35,6 +35,10 @@ _CASES = [  # (id, call, type, text)
      "ag_sum: expected a numeric matrix, vector or ag_tensor, got list"),
     ("ragged data", lambda: pg.ag_dataloader([1, [2]], batch_size=2), pg.ArgumentError,
      "ag_dataloader: x must be numeric, got list"),
+    ("conv pair nested", lambda: pg.ag_conv2d(1, 2, [1, [2]]), pg.ArgumentError,
+     "ag_conv2d: kernel_size must be a number or a pair (H, W), got [1, [2]]"),
+    ("pool dict", lambda: pg.ag_max_pool2d({"a": 1}), pg.ArgumentError,
+     "ag_max_pool2d: kernel_size must be a number or a pair (H, W) of numbers, got {'a': 1}"),
 ]  # fmt: skip
 
 

@@ -145,6 +145,22 @@ ROWS = [  # (Python function, R function name, arguments)
     (pg.ag_matmul_precision, "ag_matmul_precision", [A("precision", "default")]),
     (pg.ag_tensor, "ag_tensor", [A("data", lambda: np.ones((2, 2)), "matrix(1, 2, 2)"),
                                  A("device", "cpu")]),
+    # calls the Python-only fuzzer lacks
+    (pg.ag_conv2d, "ag_conv2d",
+     [A("in_channels", 1), A("out_channels", 2), A("kernel_size", 3), A("stride", 1),
+      A("padding", 0), A("dilation", 1), A("groups", 1), A("bias", True)]),
+    (pg.ag_conv1d, "ag_conv1d",
+     [A("in_channels", 1), A("out_channels", 2), A("kernel_size", 3), A("stride", 1),
+      A("padding", 0)]),
+    (pg.ag_max_pool2d, "ag_max_pool2d", [A("kernel_size", 2), A("stride", None), A("padding", 0)]),
+    (pg.ag_avg_pool2d, "ag_avg_pool2d", [A("kernel_size", 2), A("stride", None), A("padding", 0)]),
+    (pg.ag_lstm, "ag_lstm",
+     [A("input_size", 2), A("hidden_size", 3), A("num_layers", 1), A("bias", True),
+      A("dropout", 0.0), A("bidirectional", False), A("return_sequences", False)]),
+    (pg.ag_gru, "ag_gru",
+     [A("input_size", 2), A("hidden_size", 3), A("num_layers", 1), A("dropout", 0.0)]),
+    (pg.ag_set_threads, "ag_set_threads", [A("n", 1)]),
+    (pg.ggml_set_seed, "ggml_set_seed", [A("seed", 1)]),
 ]
 # fmt: on
 
@@ -239,6 +255,9 @@ def _norm(msg, shows, types):
 
     def idioms(t):
         t = re.sub(r"'(\w*)'", r'"\1"', t)  # a name in quotes: Python's 'cpu', R's "cpu"
+        t = re.sub(
+            r"\bc\(([A-Z](?:, [A-Z])*)\)", r"(\1)", t
+        )  # a pair: R's c(H, W), Python's (H, W)
         for py, rr in _IDIOMS:
             t = re.sub(rf"\b{py}\b", rr, t)
         return t

@@ -46,3 +46,15 @@ test_that("a vector is no parameter list, a list no tensor data (Python's array,
   refused_as(ag_dataloader(list(1, list(2)), batch_size = 2), "pyggmlr_argument_error",
              "ag_dataloader: x must be numeric, got list")
 })
+
+test_that("a named list is no size (as Python's dict); an unnamed one (JSON's) still is", {
+  refused_as(ag_conv2d(1, 2, list(a = 1)), "pyggmlr_argument_error",
+             "ag_conv2d: kernel_size must be a number or a pair c(H, W), got list(a = 1)")
+  refused_as(ag_conv1d(1, 2, list(a = 3)), "pyggmlr_argument_error",
+             "ag_conv1d: kernel_size must be a number, got list(a = 3)")
+  refused_as(ag_max_pool2d(list(a = 1)), "pyggmlr_argument_error",
+             paste("ag_max_pool2d: kernel_size must be a number or a pair c(H, W) of numbers,",
+                   "got list(a = 1)"))
+  expect_s3_class(ag_conv2d(1, 2, list(3, 3)), "ag_conv2d")
+  expect_s3_class(ag_max_pool2d(list(2, 2)), "ag_max_pool2d")
+})
