@@ -7,6 +7,13 @@ from _rclass import refused
 
 import pyggmlr as pg
 
+
+def _fit(**kw):
+    pg.ggml_set_seed(1)
+    args = dict(y=[0, 1, 2, 0], nepoch=1, batch_size=2, silent=True, optimizer="sgd")
+    return pg.ag_fit(pg.ag_sequential(pg.ag_linear(2, 3)), np.ones((2, 4)), **{**args, **kw})
+
+
 _OPT = "is.list(params) is not TRUE (params must be a list of ag_tensors or a model, got {})"
 _CASES = [  # (id, call, type, text)
     ("precision None", lambda: pg.ag_matmul_precision(None), pg.ArgumentError,
@@ -39,6 +46,12 @@ _CASES = [  # (id, call, type, text)
      "ag_conv2d: kernel_size must be a number or a pair (H, W), got [1, [2]]"),
     ("pool dict", lambda: pg.ag_max_pool2d({"a": 1}), pg.ArgumentError,
      "ag_max_pool2d: kernel_size must be a number or a pair (H, W) of numbers, got {'a': 1}"),
+    ("progress array", lambda: _fit(progress=np.array([1, 2])), pg.PyggmlrValueError,
+     'ag_fit: progress must be "auto", "bar" or "none", got array([1, 2])'),
+    ("progress None", lambda: _fit(progress=None), pg.PyggmlrValueError,
+     'ag_fit: progress must be "auto", "bar" or "none", got None'),
+    ("bare string y", lambda: _fit(y="x"), pg.PyggmlrValueError,
+     "ag_fit: labels y must be one label per sample (a vector), got a scalar"),
 ]  # fmt: skip
 
 

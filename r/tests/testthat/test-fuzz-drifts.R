@@ -58,3 +58,16 @@ test_that("a named list is no size (as Python's dict); an unnamed one (JSON's) s
   expect_s3_class(ag_conv2d(1, 2, list(3, 3)), "ag_conv2d")
   expect_s3_class(ag_max_pool2d(list(2, 2)), "ag_max_pool2d")
 })
+
+test_that("ag_fit shows a bad progress value as every argument check does", {
+  ggml_set_seed(1)
+  m <- ag_sequential(ag_linear(2, 3))
+  fit <- function(p) ag_fit(m, matrix(1, 2, 4), c(0, 1, 2, 0), nepoch = 1, batch_size = 2,
+                            silent = TRUE, optimizer = "sgd", progress = p)
+  refused_as(fit(c(1, 2)), "pyggmlr_value_error",
+             'ag_fit: progress must be "auto", "bar" or "none", got c(1, 2)')
+  refused_as(fit(NULL), "pyggmlr_value_error",
+             'ag_fit: progress must be "auto", "bar" or "none", got NULL')
+  refused_as(fit("yes"), "pyggmlr_value_error",
+             'ag_fit: progress must be "auto", "bar" or "none", got yes')
+})
