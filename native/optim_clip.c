@@ -130,8 +130,13 @@ static int clip_value_locked(pg_tensor **params, int64_t n, pg_gradmap *grads, d
                              double *max_abs)
 {
     if (check_param_list(params, n, "clip_grad_value")) return pg_last_status();
-    if (!(isfinite(c) && c > 0))
-        return pg_fail(PG_STATUS_ERR_VALUE, "clip_value must be a single positive finite number");
+    if (!(isfinite(c) && c > 0)) { /* named as the front ends' kind check: both languages */
+        char num[32];
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "clip_grad_value: clip_value must be a single positive finite number, "
+                       "got %s",
+                       pg_fmt_num(num, sizeof num, c));
+    }
     clamp_ctx cc = {c, 0};
     int rc = rewrite_grads(params, n, grads, "clip_grad_value", clamp_grad, &cc);
     if (rc) return rc;

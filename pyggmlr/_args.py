@@ -127,14 +127,9 @@ def asarray(v: Any, error: Callable[[Exception], Exception]) -> np.ndarray:
 
 def as_numeric(v, fn, arg):
     """np.asarray(v) for numeric data (bool, int, float), with numpy's own refusals (ragged lists,
-    objects, 10**400) turned into an ArgumentError naming fn and arg."""
-    a = asarray(
-        v,
-        lambda e: ArgumentError(
-            f"{fn}: {arg} must be a numeric array (a rectangular list of numbers or an array), "
-            f"got {type(v).__name__}: {str(e).split('.')[0]}"
-        ),
-    )
+    objects, 10**400) turned into an ArgumentError naming fn, arg and v's type (R's text for a
+    list(): issue 29)."""
+    a = asarray(v, lambda e: ArgumentError(f"{fn}: {arg} must be numeric, got {type(v).__name__}"))
     if a.dtype.kind not in "biuf":
         raise ArgumentError(f"{fn}: {arg} must be numeric, got dtype {a.dtype}")
     return a

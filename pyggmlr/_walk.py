@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Callable, Iterable, List, Optional, Tuple, TypeVar, cast
 
+import numpy as np
+
 from .errors import ArgumentError
 from .tensor import Tensor
 
@@ -86,7 +88,8 @@ def named(obj: Any, name: str, optimizer: bool = False) -> Tuple[List[str], List
     The refusals are R's texts (issue 29), an optimizer's ggmlR's (positions, is.list's text)."""
     c = source(obj)
     try:
-        if c is None or isinstance(c, (str, bytes)):  # a string is no list (R's is.list)
+        # a string or an array is no list (R's is.list: c(1, 2) is refused whole; issue 29)
+        if c is None or isinstance(c, (str, bytes, np.ndarray)):
             raise TypeError
         kv = pairs(c)
     except TypeError:

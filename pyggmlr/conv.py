@@ -44,7 +44,10 @@ def _pair(v: Any, fn: str, arg: str, dims: int, h1: float) -> Tuple[float, float
     if isinstance(v, (list, tuple, np.ndarray)) and not isinstance(v, str):
         vals = list(np.asarray(v, dtype=object).ravel()) if isinstance(v, np.ndarray) else list(v)
         if len(vals) == dims:
-            got = [_num(e, fn, arg, what) for e in vals]
+            try:
+                got = [_num(e, fn, arg, what) for e in vals]
+            except ArgumentError:  # the whole value shown, as R's (it showed [2] of [1, [2]])
+                raise ArgumentError(f"{fn}: {arg} must be {what}, got {v!r}"[:300]) from None
             return (h1, got[0]) if dims == 1 else (got[0], got[1])
         raise ArgumentError(f"{fn}: {arg} must be {what}, got {v!r}"[:300])
     f = _num(v, fn, arg, what)

@@ -8,6 +8,7 @@ import contextlib
 import os
 from typing import Any, Dict, Iterator, Optional
 
+from ._args import match_arg
 from .errors import PyggmlrValueError
 
 __all__ = [
@@ -45,10 +46,9 @@ def ag_graph_mode(on: Any = _UNSET, check: Optional[bool] = None) -> bool:
     return bool(prev)
 
 
-def _precision(p: Any, fn: str) -> str:
-    if not isinstance(p, str) or p not in _PRECISIONS:
-        raise PyggmlrValueError(f'{fn}: \'precision\' should be one of "default", "f32", got {p!r}')
-    return str(p)
+def _precision(p: Any, fn: str, arg: str) -> str:
+    # match.arg's text and classes, as R's (ggmlR 0.8.6; issue 29)
+    return str(match_arg(p, _PRECISIONS, fn, arg))
 
 
 def ag_matmul_precision(precision: Any = _UNSET) -> str:
@@ -56,7 +56,7 @@ def ag_matmul_precision(precision: Any = _UNSET) -> str:
     otherwise set it and return the previous one."""
     if precision is _UNSET:
         return str(_state["precision"])
-    p = _precision(precision, "ag_matmul_precision()")
+    p = _precision(precision, "ag_matmul_precision", "precision")
     prev, _state["precision"] = _state["precision"], p
     return str(prev)
 
@@ -71,7 +71,7 @@ def ag_local_mode(
     if graph is not None and not _flag(graph):
         raise PyggmlrValueError("ag_local_mode(): `graph` must be TRUE, FALSE or NULL")
     if matmul_precision is not None:
-        _precision(matmul_precision, "ag_local_mode()")
+        _precision(matmul_precision, "ag_local_mode", "matmul_precision")
     prev: Dict[str, Any] = {}
     if matmul_precision is not None:
         prev["matmul_precision"] = ag_matmul_precision(matmul_precision)

@@ -73,8 +73,13 @@ def _as_matrix(data, who=""):
     who: the caller's name for the refusals ("compiled step: input 2: "), or "" for none."""
     a = asarray(
         data,
-        lambda e: PyggmlrValueError(
-            f"{who}cannot make a tensor from this {type(data).__name__}: {e}"
+        lambda e: (
+            PyggmlrValueError(f"{who}cannot make a tensor from this {type(data).__name__}: {e}")
+            if isinstance(e, OverflowError)
+            # a ragged list is not numeric data, as R's list() (a DTypeError naming the type)
+            else DTypeError(
+                f"{who}expected a numeric matrix, vector or ag_tensor, got {type(data).__name__}"
+            )
         ),
     )
     if a.dtype.kind not in "biuf":

@@ -46,7 +46,7 @@ def _strings(y: Any) -> Optional[np.ndarray]:
         a = np.empty(len(y), dtype=object)
         a[:] = list(y)
     else:
-        if not (isinstance(y, np.ndarray) or hasattr(y, "__array__")):
+        if not (isinstance(y, (np.ndarray, str)) or hasattr(y, "__array__")):
             return None
         a = np.asarray(y)
         if a.dtype.kind not in "USO":

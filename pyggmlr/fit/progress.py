@@ -32,8 +32,9 @@ def progress_mode(progress: Any, silent: bool) -> str:
     """ "bar" (verbose=1), "lines" (verbose=2) or "none" for ag_fit's progress= and silent=
     (silent wins): "auto" and "bar" draw the bar where it can be redrawn, else the lines."""
     name = progress.encode() if isinstance(progress, str) else ffi.NULL
-    mode = ffi.new("int *")  # the core's rule and text; "got" shows Python's str()
-    check(lib.pg_fit_progress_parse(name, str(progress).encode(), bool(silent), mode))
+    mode = ffi.new("int *")  # the core's rule and text; "got" shows a string as it is, else repr
+    shown = progress if isinstance(progress, str) else repr(progress)  # (str: [1 2] of an array)
+    check(lib.pg_fit_progress_parse(name, shown.encode(), bool(silent), mode))
     if mode[0] == lib.PG_FIT_PROGRESS_BAR:
         return "bar" if _interactive() else "lines"
     return "lines" if mode[0] == lib.PG_FIT_PROGRESS_LINES else "none"

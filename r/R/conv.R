@@ -6,7 +6,10 @@
 # a number or a pair c(H, W) (1-D: a number) as doubles; strings only where the caller allows
 .conv_pair <- function(v, fn, arg, dims) {
   what <- if (dims == 2L) "a number or a pair c(H, W)" else "a number"
-  if (is.list(v) && all(vapply(v, function(e) is.numeric(e) && length(e) == 1L, logical(1))))
+  # an unnamed list of numbers (a JSON array read back); a named one (list(a = 1)) is refused,
+  # as Python refuses a dict (issue 29)
+  if (is.list(v) && is.null(names(v)) &&
+      all(vapply(v, function(e) is.numeric(e) && length(e) == 1L, logical(1))))
     v <- unlist(v)
   if (!is.numeric(v) || is.factor(v) || !(length(v) %in% c(1L, dims)))
     .arg_fail("argument", "%s: %s must be %s, got %s", fn, arg, what, .arg_show(v))

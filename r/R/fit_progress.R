@@ -9,7 +9,10 @@
 # line in place when cli says so (a terminal, RStudio, R.app; the cli.dynamic option overrides),
 # never while knitting, where messages go into the document.
 .fit_progress_mode <- function(progress, silent) {
-  m <- .Call(R_pg_fit_progress_parse, progress, paste(format(progress), collapse = " "),
+  # a string shown as it is, any other value as every argument check shows it (format() gave
+  # "1 2" for list(1, list(2)) and "" for NULL: issue 29)
+  shown <- if (is.character(progress) && length(progress) == 1L) progress else .arg_show(progress)
+  m <- .Call(R_pg_fit_progress_parse, progress, shown,
              isTRUE(silent))  # the core's rule and text ("lines": verbose = 2)
   redraw <- !isTRUE(getOption("knitr.in.progress")) && cli::is_dynamic_tty()
   if (m == "bar" && !redraw) "lines" else m

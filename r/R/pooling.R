@@ -7,7 +7,8 @@
 # and in range); NULL stays NULL. A list (a config read back from JSON) is taken as its values.
 .pool_sizes <- function(v, fn, arg, n) {
   if (is.null(v)) return(NULL)
-  if (is.list(v) && all(vapply(v, function(e) is.numeric(e) && length(e) == 1L, logical(1))))
+  if (is.list(v) && is.null(names(v)) &&  # a named list is refused, as Python's dict (issue 29)
+      all(vapply(v, function(e) is.numeric(e) && length(e) == 1L, logical(1))))
     v <- unlist(v)
   if (!is.numeric(v) || is.factor(v) || !length(v) %in% c(1L, n))
     .arg_fail("argument", "%s: %s must be %s, got %s", fn, arg,

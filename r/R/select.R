@@ -12,6 +12,8 @@ ag_log_softmax <- function(x) .Call(R_pg_log_softmax, x)
 # out[1, j] = x[index[j] + 1, j]. ggmlR's checks, in its order and with its messages; the core
 # repeats the length and range checks with the same texts.
 ag_gather <- function(x, index) {
+  # x is data before the index checks (Python's order; NULL was "x has 1 columns": issue 29)
+  if (!inherits(x, "ag_tensor")) .need_tensor(x, "ag_gather")
   d <- if (is_ag_tensor(x)) dim(x) else if (is.null(dim(x))) c(length(x), 1L) else dim(x)
   if (!is.numeric(index))
     .arg_stop("ag_gather: index must be numeric (0-based integers)")
