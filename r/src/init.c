@@ -278,6 +278,7 @@ extern SEXP R_pg_fit_loss_weighted(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_predict_type(SEXP, SEXP);
 extern SEXP R_pg_predict_classify(SEXP, SEXP);
 extern SEXP R_pg_predict_batch_rows(SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_predict_batch_cols(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_predict_transform(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_conv(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_conv_check(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
@@ -553,6 +554,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_predict_type", (DL_FUNC)&R_pg_predict_type, 2},
     {"R_pg_predict_classify", (DL_FUNC)&R_pg_predict_classify, 2},
     {"R_pg_predict_batch_rows", (DL_FUNC)&R_pg_predict_batch_rows, 4},
+    {"R_pg_predict_batch_cols", (DL_FUNC)&R_pg_predict_batch_cols, 5},
     {"R_pg_predict_transform", (DL_FUNC)&R_pg_predict_transform, 5},
     {"R_pg_conv", (DL_FUNC)&R_pg_conv, 11},
     {"R_pg_conv_check", (DL_FUNC)&R_pg_conv_check, 11},

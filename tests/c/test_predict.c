@@ -47,6 +47,10 @@ static void transform(void)
     CHECK(pg_predict_classify("f", NULL, &k) == 0 && k == PG_FIT_CLASSIFY_NONE); /* no loss */
     CHECK_ERR(pg_predict_classify("ag_predict", "hinge", &k), PG_STATUS_ERR_VALUE,
               "unknown loss \"hinge\"");
+    CHECK(pg_predict_batch_cols("ag_predict", 2, 5, 5, 256) == 0);
+    CHECK_ERR(pg_predict_batch_cols("ag_accuracy", 2, 10, 5, 256), PG_STATUS_ERR_SHAPE,
+              "ag_accuracy: the model returned [2x10] for a batch of 5 samples (batch_size 256); "
+              "it must return one column per sample ([outputs x 5])");
     CHECK(pg_fit_classify_parse("logits") == PG_FIT_CLASSIFY_LOGITS);
     CHECK(!strcmp(pg_fit_classify_name(PG_FIT_CLASSIFY_NONE), "none"));
 }

@@ -1,0 +1,29 @@
+# Hostile values that R and Python refused in different words, or not at all (issue 29): a model
+# with more output columns than samples, a dtype other than the model's in
+# ag_estimate_training_memory, ids beyond int64, non-finite numbers in the core's texts. Python's
+# tests/train/test_drift_values.py has the same cases.
+
+values_refused <- function(expr, cls, text) {
+  e <- tryCatch({ expr; NULL }, error = identity)
+  expect_s3_class(e, cls)  # nolint: object_usage_linter.
+  expect_identical(conditionMessage(e), text)  # nolint: object_usage_linter.
+}
+
+test_that("ag_predict needs one output column per sample (a [2x10] result for 5 before)", {
+  cols <- function(fn, k, n, bs) {
+    sprintf(paste0("%s: the model returned [%s] for a batch of %d samples (batch_size %d); it ",
+                   "must return one column per sample ([outputs x %d]); reshape per-step or ",
+                   "per-token outputs to one column per sample first"), fn, k, n, bs, n)
+  }
+  wide <- function(x) ag_reshape(x, c(2, 2 * ncol(x)))
+  x <- matrix(1, 4, 5)
+  values_refused(ag_predict(wide, x), "pyggmlr_shape_error", cols("ag_predict", "2x10", 5, 256))
+  values_refused(ag_evaluate(wide, x, matrix(1, 2, 5), loss = "mse"), "pyggmlr_shape_error",
+                 cols("ag_evaluate", "2x10", 5, 256))
+  values_refused(ag_accuracy(wide, x, rep(0, 5)), "pyggmlr_shape_error",
+                 cols("ag_accuracy", "2x10", 5, 256))
+  values_refused(ag_predict(function(x) ag_sum(x), x, batch_size = 2), "pyggmlr_shape_error",
+                 cols("ag_predict", "1x1", 2, 2))
+  ggml_set_seed(1)  # recurrent sequences are rows: [hidden*T, n], predicted as before
+  expect_identical(dim(ag_predict(ag_gru(2, 3, return_sequences = TRUE), x)), c(6L, 5L))
+})

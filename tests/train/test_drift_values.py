@@ -1,0 +1,41 @@
+"""Hostile values that R and Python refused in different words, or not at all (issue 29): a model
+with more output columns than samples in ag_predict / ag_evaluate / ag_accuracy, a dtype other
+than the model's in ag_estimate_training_memory, ids beyond int64, and non-finite numbers in the
+core's texts. R's test-drift-values.R has the same cases; tests/r/test_values_drift_parity.py
+runs them in both languages."""
+
+import numpy as np
+from _rclass import refused
+
+import pyggmlr as pg
+from pyggmlr.errors import ShapeError
+
+_X = np.ones((4, 5))
+_COLS = (
+    "{}: the model returned [2x10] for a batch of 5 samples (batch_size 256); it must return one "
+    "column per sample ([outputs x 5]); reshape per-step or per-token outputs to one column per "
+    "sample first"
+)
+
+
+def _wide(x):
+    """two columns a sample: the outputs of 5 samples as [2x10]"""
+    return pg.ag_reshape(x, 2, 2 * x.shape[1])
+
+
+def test_predict_one_column_per_sample():
+    """a [2x10] output for 5 samples was returned as ag_predict's result"""
+    refused(lambda: pg.ag_predict(_wide, _X), ShapeError, _COLS.format("ag_predict"))
+    refused(lambda: pg.ag_evaluate(_wide, _X, np.ones((2, 5)), loss="mse"), ShapeError,
+            _COLS.format("ag_evaluate"))  # fmt: skip
+    refused(lambda: pg.ag_accuracy(_wide, _X, np.zeros(5)), ShapeError,
+            _COLS.format("ag_accuracy"))  # fmt: skip
+    # fewer columns than samples too (a reduction over the batch)
+    refused(lambda: pg.ag_predict(lambda x: pg.ag_sum(x), _X, batch_size=2), ShapeError,
+            "ag_predict: the model returned [1x1] for a batch of 2 samples (batch_size 2); it "
+            "must return one column per sample ([outputs x 2]); reshape per-step or per-token "
+            "outputs to one column per sample first")  # fmt: skip
+    # recurrent layers' sequences are rows: [hidden*T, n], predicted as before
+    pg.ggml_set_seed(1)
+    rnn = pg.ag_gru(2, 3, return_sequences=True)
+    assert pg.ag_predict(rnn, np.ones((4, 5))).shape == (6, 5)
