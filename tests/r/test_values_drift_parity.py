@@ -17,12 +17,17 @@ from _rclass import same_refusal  # noqa: E402
 import pyggmlr as pg  # noqa: E402
 
 _X = np.ones((4, 5))
-_SETUP = "wide <- function(x) ag_reshape(x, c(2, 2 * ncol(x))); x <- matrix(1, 4, 5); "
+_SETUP = "ggml_set_seed(1); m <- ag_linear(3, 4); wide <- function(x) ag_reshape(x, c(2, 2 * ncol(x))); x <- matrix(1, 4, 5); "
 _COLS = (
     "{}: the model returned [2x10] for a batch of 5 samples (batch_size 256); it must return one "
     "column per sample ([outputs x 5]); reshape per-step or per-token outputs to one column per "
     "sample first"
 )
+
+
+def _m():
+    pg.ggml_set_seed(1)
+    return pg.ag_linear(3, 4)
 
 
 def _wide(x):
@@ -36,6 +41,16 @@ _CASES = [  # (id, Python call, R call, Python type, Python text, R text or None
     ("evaluate columns", lambda: pg.ag_evaluate(_wide, _X, np.ones((2, 5)), loss="mse"),
      'ag_evaluate(wide, x, matrix(1, 2, 5), loss = "mse")', pg.ShapeError,
      _COLS.format("ag_evaluate"), None),
+    ("estimate dtype",  # both failed in ag_linear's words
+     lambda: pg.ag_estimate_training_memory(model=_m(), x=np.ones((3, 8)), dtype="f64"),
+     'ag_estimate_training_memory(model = m, x = matrix(1, 3, 8), dtype = "f64")', pg.DTypeError,
+     'ag_estimate_training_memory(): dtype is "f64" but the model\'s parameters are f32; with a '
+     'model, leave dtype out (the model\'s) or give "f32"', None),
+    ("estimate x tensor",
+     lambda: pg.ag_estimate_training_memory(model=_m(), x=pg.ag_tensor(np.ones((3, 8)), dtype="f64")),
+     'ag_estimate_training_memory(model = m, x = ag_tensor(matrix(1, 3, 8), dtype = "f64"))',
+     pg.DTypeError, "ag_estimate_training_memory(): x is an f64 tensor but the model's parameters "
+     "are f32; give x in f32 (or as numbers: converted to the model's dtype)", None),
     ("accuracy columns", lambda: pg.ag_accuracy(_wide, _X, np.zeros(5)),
      "ag_accuracy(wide, x, rep(0, 5))", pg.ShapeError, _COLS.format("ag_accuracy"), None),
 ]  # fmt: skip

@@ -8,7 +8,7 @@ import numpy as np
 from _rclass import refused
 
 import pyggmlr as pg
-from pyggmlr.errors import ShapeError
+from pyggmlr.errors import ArgumentError, DTypeError, ShapeError
 
 _X = np.ones((4, 5))
 _COLS = (
@@ -39,3 +39,28 @@ def test_predict_one_column_per_sample():
     pg.ggml_set_seed(1)
     rnn = pg.ag_gru(2, 3, return_sequences=True)
     assert pg.ag_predict(rnn, np.ones((4, 5))).shape == (6, 5)
+
+
+_EST = "ag_estimate_training_memory(): "
+_MODEL = "the model's parameters are f32; give {0} in f32 (or as numbers: converted to the model's dtype)"
+
+
+def test_estimate_dtype_is_the_models():
+    """an f64 dtype, x or y with an f32 model failed in ag_linear's / ag_mse_loss's words"""
+    pg.ggml_set_seed(1)
+    m, x = pg.ag_linear(3, 4), np.ones((3, 8))
+    est = pg.ag_estimate_training_memory
+    refused(lambda: est(model=m, x=x, dtype="f64", quiet=True), DTypeError,
+            _EST + 'dtype is "f64" but the model\'s parameters are f32; with a model, leave '
+            'dtype out (the model\'s) or give "f32"')  # fmt: skip
+    refused(lambda: est(model=m, x=pg.ag_tensor(x, dtype="f64"), quiet=True), DTypeError,
+            _EST + "x is an f64 tensor but " + _MODEL.format("x"))  # fmt: skip
+    y = pg.ag_tensor(np.ones((4, 8)), dtype="f64")
+    refused(lambda: est(model=m, x=x, y=y, quiet=True, static=True), DTypeError,
+            _EST + "y is an f64 tensor but " + _MODEL.format("y"))  # fmt: skip
+    refused(lambda: est(model=m, x=x, input_shape=(5,), quiet=True), ArgumentError,
+            _EST + "with model=, give x= (a batch) or input_shape=, not both")  # fmt: skip
+    # the model's dtype, named or not, and y as numbers: measured as before
+    a = est(model=m, x=x, quiet=True)
+    assert est(model=m, x=x, dtype="f32", y=np.ones((4, 8)), quiet=True).total == a.total
+    assert a.bytes_per_scalar == 4

@@ -27,3 +27,31 @@ test_that("ag_predict needs one output column per sample (a [2x10] result for 5 
   ggml_set_seed(1)  # recurrent sequences are rows: [hidden*T, n], predicted as before
   expect_identical(dim(ag_predict(ag_gru(2, 3, return_sequences = TRUE), x)), c(6L, 5L))
 })
+
+test_that("ag_estimate_training_memory's dtype is the model's (ag_linear's words before)", {
+  ggml_set_seed(1)
+  m <- ag_linear(3, 4)
+  x <- matrix(1, 3, 8)
+  est <- "ag_estimate_training_memory(): "
+  model <- paste0("the model's parameters are f32; give %s in f32 (or as numbers: converted to ",
+                  "the model's dtype)")
+  values_refused(ag_estimate_training_memory(model = m, x = x, dtype = "f64", quiet = TRUE),
+                 "pyggmlr_dtype_error",
+                 paste0(est, "dtype is \"f64\" but the model's parameters are f32; with a model, ",
+                        "leave dtype out (the model's) or give \"f32\""))
+  values_refused(ag_estimate_training_memory(model = m, x = ag_tensor(x, dtype = "f64"),
+                                             quiet = TRUE),
+                 "pyggmlr_dtype_error",
+                 paste0(est, "x is an f64 tensor but ", sprintf(model, "x")))
+  y <- ag_tensor(matrix(1, 4, 8), dtype = "f64")
+  values_refused(ag_estimate_training_memory(model = m, x = x, y = y, quiet = TRUE,
+                                             static = TRUE),
+                 "pyggmlr_dtype_error", paste0(est, "y is an f64 tensor but ", sprintf(model, "y")))
+  values_refused(ag_estimate_training_memory(model = m, x = x, input_shape = 5, quiet = TRUE),
+                 "pyggmlr_argument_error",
+                 paste0(est, "with model =, give x = (a batch) or input_shape =, not both"))
+  a <- ag_estimate_training_memory(model = m, x = x, quiet = TRUE)
+  expect_identical(ag_estimate_training_memory(model = m, x = x, dtype = "f32",
+                                               y = matrix(1, 4, 8), quiet = TRUE)$total, a$total)
+  expect_identical(a$bytes_per_scalar, 4)
+})
