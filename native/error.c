@@ -1,6 +1,8 @@
 /* Per-thread last error: the core never aborts or prints; callers read the message. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "pg.h"
 
@@ -70,7 +72,19 @@ const char *pg_fmt_num(char *buf, size_t n, double v)
     if (v != v) snprintf(buf, n, "NaN");
     else if (v > 1.7976931348623157e308) snprintf(buf, n, "Inf");
     else if (v < -1.7976931348623157e308) snprintf(buf, n, "-Inf");
-    else snprintf(buf, n, "%g", v);
+    else {
+        snprintf(buf, n, "%g", v);
+        /* a whole number %g rounds (2^70: 1.18059e+21) keeps its value: every digit below 1e22
+         * (Python's int of it), else the fewest digits that read back as v */
+        if (v == floor(v) && strtod(buf, NULL) != v) {
+            if (fabs(v) < 1e22) snprintf(buf, n, "%.0f", v);
+            else
+                for (int p = 7; p <= 17; p++) {
+                    snprintf(buf, n, "%.*g", p, v);
+                    if (strtod(buf, NULL) == v) break;
+                }
+        }
+    }
     return buf;
 }
 

@@ -51,6 +51,23 @@ _CASES = [  # (id, Python call, R call, Python type, Python text, R text or None
      'ag_estimate_training_memory(model = m, x = ag_tensor(matrix(1, 3, 8), dtype = "f64"))',
      pg.DTypeError, "ag_estimate_training_memory(): x is an f64 tensor but the model's parameters "
      "are f32; give x in f32 (or as numbers: converted to the model's dtype)", None),
+    ("fit ids past int64",  # Python: "y must be numeric, got dtype object"
+     lambda: pg.ag_fit(_m(), np.ones((3, 2)), [2**70, 1], nepoch=1, verbose=0),
+     "ag_fit(m, matrix(1, 3, 2), c(2^70, 1), nepoch = 1, verbose = 0)", pg.PyggmlrValueError,
+     "ag_fit: y holds class ids up to 1180591620717411303424 but the model has 4 outputs; ids "
+     "are 0-based, in [0, 4)", None),
+    ("evaluate ids past int64",  # Python: "y must be numeric, got dtype object"
+     lambda: pg.ag_evaluate(_m(), np.ones((3, 2)), [2**70, 1], loss="cross_entropy"),
+     'ag_evaluate(m, matrix(1, 3, 2), c(2^70, 1), loss = "cross_entropy")',
+     pg.PyggmlrValueError,
+     "ag_evaluate: y must be 0-based class ids in [0, 4), sample 1 has 1180591620717411303424",
+     None),
+    ("embedding ids past int64",  # Python: "ids must be numeric, got dtype object"
+     lambda: pg.ag_embedding(5, 3)([2**70, 1]), "ag_embedding(5, 3)$forward(c(2^70, 1))",
+     pg.PyggmlrValueError, "ag_embedding: id 1180591620717411303424 at position 0 is out of "
+     "range [0, 5) for weight [3x5] f32 (ids are 0-based)", "ag_embedding: id "
+     "1180591620717411303424 at position 1 is out of range [0, 5) for weight [3x5] f32 (ids are "
+     "0-based)"),
     ("accuracy columns", lambda: pg.ag_accuracy(_wide, _X, np.zeros(5)),
      "ag_accuracy(wide, x, rep(0, 5))", pg.ShapeError, _COLS.format("ag_accuracy"), None),
 ]  # fmt: skip

@@ -8,7 +8,7 @@ import numpy as np
 from _rclass import refused
 
 import pyggmlr as pg
-from pyggmlr.errors import ArgumentError, DTypeError, ShapeError
+from pyggmlr.errors import ArgumentError, DTypeError, PyggmlrValueError, ShapeError
 
 _X = np.ones((4, 5))
 _COLS = (
@@ -64,3 +64,39 @@ def test_estimate_dtype_is_the_models():
     a = est(model=m, x=x, quiet=True)
     assert est(model=m, x=x, dtype="f32", y=np.ones((4, 8)), quiet=True).total == a.total
     assert a.bytes_per_scalar == 4
+
+
+_BIG = 1180591620717411303424  # 2**70: past int64, a double exactly
+
+
+def test_ids_past_int64_reach_the_core():
+    """[2**70, 1] was a numpy object array: "ids must be numeric, got dtype object" (R: the
+    core's range text, with 1.18059e+21 for the value)"""
+    pg.ggml_set_seed(1)
+    m, x = pg.ag_linear(3, 2), np.ones((3, 2))
+    refused(lambda: pg.ag_embedding(5, 3)([2**70, 1]), PyggmlrValueError,
+            f"ag_embedding: id {_BIG} at position 0 is out of range [0, 5) for weight [3x5] f32 "
+            "(ids are 0-based)")  # fmt: skip
+    refused(lambda: pg.ag_softmax_cross_entropy_loss(pg.ag_tensor(np.ones((3, 2))), [1, 2**70]),
+            PyggmlrValueError, f"ag_softmax_cross_entropy_loss: class id {_BIG} at position 1 is "
+            "out of range [0, 3) for logits [3x2] f32")  # fmt: skip
+    refused(lambda: pg.ag_fit(m, x, [2**70, 1], nepoch=1, verbose=0), PyggmlrValueError,
+            f"ag_fit: y holds class ids up to {_BIG} but the model has 2 outputs; ids are 0-based, "
+            "in [0, 2)")  # fmt: skip
+    refused(lambda: pg.ag_accuracy(m, x, [2**70, 1]), PyggmlrValueError,
+            "ag_accuracy: y must be 0-based class ids in [0, 2) (the model has 2 outputs), got "
+            f"{_BIG} at position 0")  # fmt: skip
+    refused(lambda: pg.ag_evaluate(m, x, [2**70, 1], loss="cross_entropy"), PyggmlrValueError,
+            f"ag_evaluate: y must be 0-based class ids in [0, 2), sample 1 has {_BIG}")
+    refused(lambda: pg.ag_gather(pg.ag_tensor(np.ones((3, 2))), [2**70, 1]), PyggmlrValueError,
+            "ag_gather: index out of range 0..2 (indices are 0-based)")  # fmt: skip
+    # a huge whole number %g rounded keeps its digits; others print as before
+    refused(lambda: pg.ag_embedding(5, 3)([1234567, 1e300]), PyggmlrValueError,
+            "ag_embedding: id 1234567 at position 0 is out of range [0, 5) for weight [3x5] f32 "
+            "(ids are 0-based)")  # fmt: skip
+    refused(lambda: pg.ag_embedding(5, 3)([1e300]), PyggmlrValueError,
+            "ag_embedding: id 1e+300 at position 0 is out of range [0, 5) for weight [3x5] f32 "
+            "(ids are 0-based)")  # fmt: skip
+    # plain Python numbers past int64 read as R reads them: doubles (10**400: inf)
+    np.testing.assert_array_equal(pg.ag_tensor([2**70, 10**400]).numpy(),
+                                  [[float(2**70)], [np.inf]])  # fmt: skip

@@ -55,3 +55,28 @@ test_that("ag_estimate_training_memory's dtype is the model's (ag_linear's words
                                                y = matrix(1, 4, 8), quiet = TRUE)$total, a$total)
   expect_identical(a$bytes_per_scalar, 4)
 })
+
+test_that("ids past int64 name their value (1.18059e+21 before)", {
+  ggml_set_seed(1)
+  m <- ag_linear(3, 2)
+  x <- matrix(1, 3, 2)
+  big <- "1180591620717411303424"  # 2^70
+  values_refused(ag_embedding(5, 3)$forward(c(2^70, 1)), "pyggmlr_value_error",
+                 paste0("ag_embedding: id ", big, " at position 1 is out of range [0, 5) for ",
+                        "weight [3x5] f32 (ids are 0-based)"))
+  values_refused(ag_softmax_cross_entropy_loss(ag_tensor(matrix(1, 3, 2)), c(1, 2^70)),
+                 "pyggmlr_value_error",
+                 paste0("ag_softmax_cross_entropy_loss: class id ", big, " at position 2 is out ",
+                        "of range [0, 3) for logits [3x2] f32"))
+  values_refused(ag_fit(m, x, c(2^70, 1), nepoch = 1, verbose = 0), "pyggmlr_value_error",
+                 paste0("ag_fit: y holds class ids up to ", big, " but the model has 2 outputs; ",
+                        "ids are 0-based, in [0, 2)"))
+  values_refused(ag_accuracy(m, x, c(2^70, 1)), "pyggmlr_value_error",
+                 paste0("ag_accuracy: y must be 0-based class ids in [0, 2) (the model has 2 ",
+                        "outputs), got ", big, " at position 1"))
+  values_refused(ag_evaluate(m, x, c(2^70, 1), loss = "cross_entropy"), "pyggmlr_value_error",
+                 paste0("ag_evaluate: y must be 0-based class ids in [0, 2), sample 1 has ", big))
+  values_refused(ag_embedding(5, 3)$forward(c(1234567, 1e300)), "pyggmlr_value_error",
+                 paste0("ag_embedding: id 1234567 at position 1 is out of range [0, 5) for ",
+                        "weight [3x5] f32 (ids are 0-based)"))
+})
