@@ -13,6 +13,7 @@
 #endif
 
 int pg_gemm_threads_stop(void); /* native/pg_api_gemm.h */
+int pg_set_num_style(int r);  /* native/pg_api.h */
 
 extern SEXP R_pg_batch_norm(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_layer_norm(SEXP, SEXP, SEXP, SEXP);
@@ -585,6 +586,7 @@ attribute_visible void R_init_pyggmlr(DllInfo *dll)
     R_registerRoutines(dll, NULL, CallEntries, NULL, NULL);
     R_useDynamicSymbols(dll, FALSE);
     pin_library();
+    pg_set_num_style(1); /* the core's texts print R's Inf / -Inf / NaN / NA (Python: inf, nan) */
 }
 
 /* dyn.unload(): stop the built-in GEMM's worker threads (they restart on demand) */

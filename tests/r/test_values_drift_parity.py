@@ -68,6 +68,14 @@ _CASES = [  # (id, Python call, R call, Python type, Python text, R text or None
      "range [0, 5) for weight [3x5] f32 (ids are 0-based)", "ag_embedding: id "
      "1180591620717411303424 at position 1 is out of range [0, 5) for weight [3x5] f32 (ids are "
      "0-based)"),
+    ("huber delta Inf",  # R said "got inf" (the core's %g)
+     lambda: pg.ag_huber_loss(pg.ag_tensor(np.ones((2, 2))), np.ones((2, 2)), delta=np.inf),
+     "ag_huber_loss(ag_tensor(matrix(1, 2, 2)), matrix(1, 2, 2), delta = Inf)",
+     pg.PyggmlrValueError, "ag_huber_loss: delta must be a finite number > 0, got inf",
+     "ag_huber_loss: delta must be a finite number > 0, got Inf"),
+    ("clamp Inf", lambda: pg.ag_clamp(pg.ag_tensor(np.ones((2, 2))), np.inf, 0),
+     "ag_clamp(ag_tensor(matrix(1, 2, 2)), Inf, 0)", pg.PyggmlrValueError,
+     "ag_clamp: lo (inf) must be <= hi (0)", "ag_clamp: lo (Inf) must be <= hi (0)"),
     ("accuracy columns", lambda: pg.ag_accuracy(_wide, _X, np.zeros(5)),
      "ag_accuracy(wide, x, rep(0, 5))", pg.ShapeError, _COLS.format("ag_accuracy"), None),
 ]  # fmt: skip

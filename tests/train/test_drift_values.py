@@ -100,3 +100,21 @@ def test_ids_past_int64_reach_the_core():
     # plain Python numbers past int64 read as R reads them: doubles (10**400: inf)
     np.testing.assert_array_equal(pg.ag_tensor([2**70, 10**400]).numpy(),
                                   [[float(2**70)], [np.inf]])  # fmt: skip
+
+
+def test_non_finite_numbers_are_pythons():
+    """the core's texts printed some numbers with %g (inf, nan) and others as R (Inf, NaN); Python
+    now reads inf / -inf / nan in every one (R: Inf / -Inf / NaN / NA)"""
+    x = pg.ag_tensor(np.ones((2, 2)))
+    refused(lambda: pg.ag_huber_loss(x, x, delta=np.inf), PyggmlrValueError,
+            "ag_huber_loss: delta must be a finite number > 0, got inf")  # fmt: skip
+    refused(lambda: pg.ag_clamp(x, np.inf, 0), PyggmlrValueError,
+            "ag_clamp: lo (inf) must be <= hi (0)")  # fmt: skip
+    refused(lambda: pg.ag_bce_with_logits_loss(x, x, pos_weight=np.nan), PyggmlrValueError,
+            "ag_bce_with_logits_loss: pos_weight must be finite and >= 0, got nan at position 0 "
+            "of [1x1] f32")  # fmt: skip
+    refused(lambda: pg.ag_dropout(np.inf), PyggmlrValueError,
+            "ag_dropout: rate must be a finite number in [0, 1), got inf")  # fmt: skip
+    opt = pg.optimizer_adam([pg.ag_param(np.ones((1, 1)))])
+    refused(lambda: pg.lr_scheduler_step(opt, step_size=1, gamma=np.nan), PyggmlrValueError,
+            "lr_scheduler_step: gamma must be a single finite number > 0, got nan")  # fmt: skip

@@ -80,3 +80,16 @@ test_that("ids past int64 name their value (1.18059e+21 before)", {
                  paste0("ag_embedding: id 1234567 at position 1 is out of range [0, 5) for ",
                         "weight [3x5] f32 (ids are 0-based)"))
 })
+
+test_that("the core's texts print R's Inf / -Inf / NaN / NA (inf, nan from %g before)", {
+  x <- ag_tensor(matrix(1, 2, 2))
+  values_refused(ag_huber_loss(x, x, delta = Inf), "pyggmlr_value_error",
+                 "ag_huber_loss: delta must be a finite number > 0, got Inf")
+  values_refused(ag_huber_loss(x, x, delta = NA), "pyggmlr_value_error",
+                 "ag_huber_loss: delta must be a finite number > 0, got NA")
+  values_refused(ag_huber_loss(x, x, delta = NaN), "pyggmlr_value_error",
+                 "ag_huber_loss: delta must be a finite number > 0, got NaN")
+  values_refused(ag_clamp(x, Inf, 0), "pyggmlr_value_error", "ag_clamp: lo (Inf) must be <= hi (0)")
+  values_refused(ag_dropout(Inf), "pyggmlr_value_error",
+                 "ag_dropout: rate must be a finite number in [0, 1), got Inf")
+})
