@@ -164,8 +164,7 @@ int pg_predict_batch_rows(const char *fn, int64_t rows0, int64_t rows, int64_t b
                    (long long)batch_size);
 }
 
-int pg_predict_batch_cols(const char *fn, int64_t rows, int64_t cols, int64_t n,
-                          int64_t batch_size)
+int pg_predict_batch_cols(const char *fn, int64_t rows, int64_t cols, int64_t n, int64_t batch_size)
 {
     if (cols == n) return 0;
     return pg_fail(PG_STATUS_ERR_SHAPE,

@@ -13,7 +13,7 @@
 #endif
 
 int pg_gemm_threads_stop(void); /* native/pg_api_gemm.h */
-int pg_set_num_style(int r);  /* native/pg_api.h */
+int pg_set_num_style(int r);    /* native/pg_api.h */
 
 extern SEXP R_pg_batch_norm(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_layer_norm(SEXP, SEXP, SEXP, SEXP);

@@ -87,7 +87,7 @@ def test_ids_past_int64_reach_the_core():
             "ag_accuracy: y must be 0-based class ids in [0, 2) (the model has 2 outputs), got "
             f"{_BIG} at position 0")  # fmt: skip
     refused(lambda: pg.ag_evaluate(m, x, [2**70, 1], loss="cross_entropy"), PyggmlrValueError,
-            f"ag_evaluate: y must be 0-based class ids in [0, 2), sample 1 has {_BIG}")
+            f"ag_evaluate: y must be 0-based class ids in [0, 2), sample 1 has {_BIG}")  # fmt: skip
     refused(lambda: pg.ag_gather(pg.ag_tensor(np.ones((3, 2))), [2**70, 1]), PyggmlrValueError,
             "ag_gather: index out of range 0..2 (indices are 0-based)")  # fmt: skip
     # a huge whole number %g rounded keeps its digits; others print as before

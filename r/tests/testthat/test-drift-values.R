@@ -60,7 +60,7 @@ test_that("ids past int64 name their value (1.18059e+21 before)", {
   ggml_set_seed(1)
   m <- ag_linear(3, 2)
   x <- matrix(1, 3, 2)
-  big <- "1180591620717411303424"  # 2^70
+  big <- "1180591620717411303424"  # two to the power 70
   values_refused(ag_embedding(5, 3)$forward(c(2^70, 1)), "pyggmlr_value_error",
                  paste0("ag_embedding: id ", big, " at position 1 is out of range [0, 5) for ",
                         "weight [3x5] f32 (ids are 0-based)"))
