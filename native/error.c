@@ -1,6 +1,8 @@
 /* Per-thread last error: the core never aborts or prints; callers read the message. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "pg.h"
 
@@ -65,13 +67,49 @@ int pg_set_index_base(int base)
 }
 int pg_index_base(void) { return index_base; }
 
+static int num_style; /* 1: R's names of the non-finite numbers (each language its own core) */
+int pg_set_num_style(int r)
+{
+    int prev = num_style;
+    if (r == 0 || r == 1) num_style = r;
+    return prev;
+}
+
+/* R's NA_real_: a NaN whose low word is 1954 (R_IsNA's test) */
+static int r_na(double v)
+{
+    uint64_t b;
+    memcpy(&b, &v, sizeof b);
+    return (uint32_t)b == 1954;
+}
+
 const char *pg_fmt_num(char *buf, size_t n, double v)
 {
-    if (v != v) snprintf(buf, n, "NaN");
-    else if (v > 1.7976931348623157e308) snprintf(buf, n, "Inf");
-    else if (v < -1.7976931348623157e308) snprintf(buf, n, "-Inf");
-    else snprintf(buf, n, "%g", v);
+    const int r = num_style;
+    if (v != v) snprintf(buf, n, "%s", !r ? "nan" : r_na(v) ? "NA" : "NaN");
+    else if (v > 1.7976931348623157e308) snprintf(buf, n, "%s", r ? "Inf" : "inf");
+    else if (v < -1.7976931348623157e308) snprintf(buf, n, "%s", r ? "-Inf" : "-inf");
+    else {
+        snprintf(buf, n, "%g", v);
+        /* a whole number %g rounds (2^70: 1.18059e+21) keeps its value: every digit below 1e22
+         * (Python's int of it), else the fewest digits that read back as v */
+        if (v == floor(v) && strtod(buf, NULL) != v) {
+            if (fabs(v) < 1e22) snprintf(buf, n, "%.0f", v);
+            else
+                for (int p = 7; p <= 17; p++) {
+                    snprintf(buf, n, "%.*g", p, v);
+                    if (strtod(buf, NULL) == v) break;
+                }
+        }
+    }
     return buf;
+}
+
+const char *pg_num(double v)
+{
+    static _Thread_local char buf[4][40];
+    static _Thread_local int k;
+    return pg_fmt_num(buf[k++ & 3], sizeof buf[0], v);
 }
 
 void pg_text_put(pg_text *t, const char *fmt, ...)

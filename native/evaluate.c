@@ -29,8 +29,8 @@ int64_t pg_evaluate(const char *fn, const char *loss, int has_threshold, double 
     if (!fn) fn = "ag_evaluate";
     if (!loss_value) return -pg_fail(PG_STATUS_ERR_ARG, "%s: NULL loss value", fn);
     if (has_threshold && !isfinite(threshold)) /* a NaN given must not read as "none" below */
-        return -pg_fail(PG_STATUS_ERR_VALUE, "%s: threshold must be a finite number, got %g", fn,
-                        threshold);
+        return -pg_fail(PG_STATUS_ERR_VALUE, "%s: threshold must be a finite number, got %s", fn,
+                        pg_num(threshold));
     int lcode = -1, classify = 0;
     int rc = pg_metric_read(fn, loss, has_threshold, k, n, yn, &lcode, &classify);
     const int64_t m = rc ? -rc : pg_metric_codes(fn, names, n_names, classify, 0, codes);

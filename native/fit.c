@@ -71,12 +71,14 @@ static int check_ids(const pg_tensor *y)
     PG_DISPATCH(y->dtype, {
         const T *v = pg_data(y);
         for (int64_t j = 0; j < n; j++)
-            if (!(v[j] >= 0) || v[j] != floor(v[j]))
+            if (!(v[j] >= 0) || v[j] != floor(v[j])) {
+                char nb[40];
                 return pg_fail(PG_STATUS_ERR_VALUE,
                                "%s: cross_entropy targets must be 0-based class ids (whole numbers "
                                ">= 0) or a one-hot matrix; "
-                               "sample %lld has %g",
-                               OP, (long long)j + 1, (double)v[j]);
+                               "sample %lld has %s",
+                               OP, (long long)j + 1, pg_fmt_num(nb, sizeof nb, (double)v[j]));
+            }
     });
     return 0;
 }

@@ -137,5 +137,12 @@ int pg_fit_check_ids(const double *y, int64_t n, int64_t outputs, int64_t nlevel
         if (!(y[j] >= 0) || !isfinite(y[j]) || y[j] != floor(y[j])) return 0;
         hi = y[j] > hi ? y[j] : hi;
     }
-    return n > 0 ? pg_fit_check_classes(hi < 9e18 ? (int64_t)hi + 1 : INT64_MAX, outputs, 0) : 0;
+    if (n > 0 && outputs >= 1 && hi >= 9e18) { /* past int64: the value, not a saturated count */
+        char b[40];
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "ag_fit: y holds class ids up to %s but the model has %lld outputs; ids "
+                       "are 0-based, in [0, %lld)",
+                       pg_fmt_num(b, sizeof b, hi), (long long)outputs, (long long)outputs);
+    }
+    return n > 0 ? pg_fit_check_classes((int64_t)hi + 1, outputs, 0) : 0;
 }

@@ -33,8 +33,8 @@ static int64_t class_of(const pg_tensor *y, int loss, int64_t j)
     if (K > 1) return best;
     if (binary_loss(loss) && !(v == 0 || v == 1))
         return -pg_fail(PG_STATUS_ERR_VALUE,
-                        "%s: class_weight with loss \"%s\" needs 0/1 targets; sample %lld has %g",
-                        OP, name, (long long)(j + pg_index_base()), v);
+                        "%s: class_weight with loss \"%s\" needs 0/1 targets; sample %lld has %s",
+                        OP, name, (long long)(j + pg_index_base()), pg_num(v));
     return (int64_t)v; /* cross_entropy's ids: whole numbers >= 0, checked by pg_fit_new */
 }
 
@@ -49,8 +49,8 @@ static double *class_table(const double *ids, const double *cw, int64_t ncw, int
         if (!(isfinite(ids[i]) && ids[i] >= 0 && ids[i] == floor(ids[i])))
             return pg_fail(PG_STATUS_ERR_VALUE,
                            "%s: class_weight's keys must be 0-based class ids (whole numbers >= "
-                           "0); got %g",
-                           OP, ids[i]),
+                           "0); got %s",
+                           OP, pg_num(ids[i])),
                    NULL;
         if (ids[i] > max_id)
             return pg_fail(PG_STATUS_ERR_VALUE, "%s: class_weight's class id %.15g is above %.0f",
@@ -69,11 +69,11 @@ static double *class_table(const double *ids, const double *cw, int64_t ncw, int
         if (why) {
             free(t);
             if (c < nlabels && labels[c]) /* labels y: the class by its label, as the keys */
-                return pg_fail(PG_STATUS_ERR_VALUE, "%s: class_weight %s; class '%.*s' has %g", OP,
-                               why, (int)pg_utf8_prefix(labels[c], 40), labels[c], cw[i]),
+                return pg_fail(PG_STATUS_ERR_VALUE, "%s: class_weight %s; class '%.*s' has %s", OP,
+                               why, (int)pg_utf8_prefix(labels[c], 40), labels[c], pg_num(cw[i])),
                        NULL;
-            return pg_fail(PG_STATUS_ERR_VALUE, "%s: class_weight %s; class %lld has %g", OP, why,
-                           (long long)c, cw[i]),
+            return pg_fail(PG_STATUS_ERR_VALUE, "%s: class_weight %s; class %lld has %s", OP, why,
+                           (long long)c, pg_num(cw[i])),
                    NULL;
         }
         t[c] = cw[i];
@@ -172,8 +172,8 @@ static int set_weights(pg_fit *f, int loss, const double *sw, int64_t nsw, const
     for (int64_t j = 0; sw && j < nsw; j++)
         if (!(isfinite(sw[j]) && sw[j] >= 0))
             return pg_fail(PG_STATUS_ERR_VALUE,
-                           "%s: sample_weight must be finite and >= 0; position %lld has %g", OP,
-                           (long long)(j + pg_index_base()), sw[j]);
+                           "%s: sample_weight must be finite and >= 0; position %lld has %s", OP,
+                           (long long)(j + pg_index_base()), pg_num(sw[j]));
     const int64_t n = x->ne[1];
     double *wv = malloc((size_t)(n ? n : 1) * sizeof *wv);
     if (!wv)

@@ -38,6 +38,27 @@ int pg_mem_optim_parse(const char *name, const char *shown, int *optim)
                    hits > 1 ? " (it begins more than one)" : "");
 }
 
+static const char *dtype_name(int d) { return d == PG_DTYPE_F32 ? "f32" : "f64"; }
+
+int pg_mem_model_dtypes(int model_dtype, int dtype, int x_dtype, int y_dtype)
+{
+    if (model_dtype < 0) return 0; /* a model without parameters: dtype is x's */
+    const char *m = dtype_name(model_dtype);
+    if (dtype >= 0 && dtype != model_dtype)
+        return pg_fail(PG_STATUS_ERR_DTYPE,
+                       "%s: dtype is \"%s\" but the model's parameters are %s; with a model, "
+                       "leave dtype out (the model's) or give \"%s\"",
+                       FN, dtype_name(dtype), m, m);
+    const int got[2] = {x_dtype, y_dtype};
+    for (int i = 0; i < 2; i++)
+        if (got[i] >= 0 && got[i] != model_dtype)
+            return pg_fail(PG_STATUS_ERR_DTYPE,
+                           "%s: %s is an %s tensor but the model's parameters are %s; give %s in "
+                           "%s (or as numbers: converted to the model's dtype)",
+                           FN, i ? "y" : "x", dtype_name(got[i]), m, i ? "y" : "x", m);
+    return 0;
+}
+
 pg_mem_estimate pg_mem_estimate_default(void)
 {
     pg_mem_estimate e;

@@ -113,10 +113,12 @@ static int classes(const char *fn, int classify, double thr, const double *out, 
                 continue;
             }
             const double v = y[j];
-            if (!(v >= 0 && v < (double)k) || v != floor(v))
+            if (!(v >= 0 && v < (double)k) || v != floor(v)) {
+                char nb[40];
                 return pg_fail(PG_STATUS_ERR_VALUE,
-                               "%s: y must be 0-based class ids in [0, %lld), sample %lld has %g",
-                               fn, (long long)k, (long long)j + 1, v);
+                               "%s: y must be 0-based class ids in [0, %lld), sample %lld has %s",
+                               fn, (long long)k, (long long)j + 1, pg_fmt_num(nb, sizeof nb, v));
+            }
             t[j] = (int64_t)v;
         }
         return 0;
@@ -367,10 +369,12 @@ int pg_metric_loss_value(const char *fn, int loss, const double *out, int64_t k,
     const int D = PG_DTYPE_F64, alone = loss == PG_FIT_LOSS_MEAN || loss == PG_FIT_LOSS_SUM;
     if (loss == PG_FIT_LOSS_CROSS_ENTROPY && yrows == 1) /* class ids: the metrics' own text */
         for (int64_t j = 0; j < n; j++)
-            if (!(y[j] >= 0 && y[j] < (double)k) || y[j] != floor(y[j]))
+            if (!(y[j] >= 0 && y[j] < (double)k) || y[j] != floor(y[j])) {
+                char nb[40];
                 return pg_fail(PG_STATUS_ERR_VALUE,
-                               "%s: y must be 0-based class ids in [0, %lld), sample %lld has %g",
-                               fn, (long long)k, (long long)j + 1, y[j]);
+                               "%s: y must be 0-based class ids in [0, %lld), sample %lld has %s",
+                               fn, (long long)k, (long long)j + 1, pg_fmt_num(nb, sizeof nb, y[j]));
+            }
     pg_tensor *o = pg_tensor_new(D, k, n, out, D, 1, k);
     pg_tensor *t = alone ? NULL : pg_tensor_new(D, yrows, n, y, D, 1, yrows);
     pg_tensor *l = o && (alone || t) ? pg_fit_loss(loss, o, t) : NULL;

@@ -169,10 +169,10 @@ pg_tensor *pg_batch_norm(pg_tensor *x, pg_tensor *gamma, pg_tensor *beta, pg_ten
         check_vec(op, "running_var", running_var, x))
         return NULL;
     if (!(eps >= 0))
-        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: eps must be >= 0, got %g", op, eps);
+        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: eps must be >= 0, got %s", op, pg_num(eps));
     if (training && !(momentum >= 0 && momentum <= 1))
-        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: momentum must be in [0, 1], got %g", op,
-                            momentum);
+        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: momentum must be in [0, 1], got %s", op,
+                            pg_num(momentum));
     if (!training && (!running_mean || !running_var))
         return pg_fail_null(PG_STATUS_ERR_ARG, "%s: eval mode needs running_mean and running_var",
                             op);
@@ -333,7 +333,7 @@ pg_tensor *pg_layer_norm(pg_tensor *x, pg_tensor *gamma, pg_tensor *beta, double
     if (pg_not_live(x, op, "x")) return NULL;
     if (check_vec(op, "gamma", gamma, x) || check_vec(op, "beta", beta, x)) return NULL;
     if (!(eps >= 0))
-        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: eps must be >= 0, got %g", op, eps);
+        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: eps must be >= 0, got %s", op, pg_num(eps));
     int64_t F = x->ne[0], B = x->ne[1];
     if (F < 1)
         return pg_fail_null(PG_STATUS_ERR_SHAPE, "%s: x is %s; it needs at least one feature row",

@@ -22,8 +22,8 @@ static int check_unit(const char *op, const char *arg, const pg_tensor *t, const
             if (!(v[i] >= 0 && v[i] <= 1))
                 return pg_fail(
                     PG_STATUS_ERR_VALUE,
-                    "%s: %s must lie in [0, 1], got %g at [%lld, %lld] (0-based) of %s%s", op, arg,
-                    (double)v[i], (long long)(i % R), (long long)(i / R), pg_desc(t), hint);
+                    "%s: %s must lie in [0, 1], got %s at [%lld, %lld] (0-based) of %s%s", op, arg,
+                    pg_num((double)v[i]), (long long)(i % R), (long long)(i / R), pg_desc(t), hint);
     });
     return 0;
 }
@@ -288,8 +288,8 @@ pg_tensor *pg_bce_logits_loss_pw(pg_tensor *logits, pg_tensor *target, pg_tensor
 pg_tensor *pg_huber_loss(pg_tensor *pred, pg_tensor *target, double delta)
 {
     if (!(isfinite(delta) && delta > 0))
-        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: delta must be a finite number > 0, got %g",
-                            "ag_huber_loss", delta);
+        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: delta must be a finite number > 0, got %s",
+                            "ag_huber_loss", pg_num(delta));
     return run_elem("ag_huber_loss", "huber_loss", EL_HUBER, pred, target, delta);
 }
 
@@ -319,8 +319,8 @@ static int wmse_fw(pg_node *n)
             if (!(wv[i] >= 0 && isfinite(wv[i])))
                 return pg_fail(
                     PG_STATUS_ERR_VALUE,
-                    "%s: weight must be finite and >= 0, got %g at [%lld, %lld] (0-based) of %s",
-                    op, (double)wv[i], (long long)(i % w->ne[0]), (long long)(i / w->ne[0]),
+                    "%s: weight must be finite and >= 0, got %s at [%lld, %lld] (0-based) of %s",
+                    op, pg_num((double)wv[i]), (long long)(i % w->ne[0]), (long long)(i / w->ne[0]),
                     pg_desc(w));
     });
     double s = 0;

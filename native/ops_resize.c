@@ -152,8 +152,8 @@ static int pad_args(int dims, const double *padding, int npad, double value, con
                        show(b, sizeof b, padding, npad));
     if (mode_of(*fn, mode, PAD_MODES, m)) return -1;
     if (!isfinite(value))
-        return pg_fail(PG_STATUS_ERR_VALUE, "%s: value must be a finite number, got %.15g", *fn,
-                       value);
+        return pg_fail(PG_STATUS_ERR_VALUE, "%s: value must be a finite number, got %s", *fn,
+                       pg_num(value));
     if (value != 0 && *m != PAD_CONSTANT)
         return pg_fail(PG_STATUS_ERR_VALUE,
                        "%s: value (%.15g) applies to mode \"constant\" only, got mode \"%s\"", *fn,

@@ -238,7 +238,8 @@ static pg_tensor *scalar_op(int kind, pg_tensor *x, double p0, double p1)
         return pg_fail_null(PG_STATUS_ERR_VALUE, "ag_clamp: %s must be a number or +/-Inf, not NaN",
                             isnan(p0) ? "lo" : "hi");
     if (kind == SC_CLAMP && p0 > p1)
-        return pg_fail_null(PG_STATUS_ERR_VALUE, "ag_clamp: lo (%g) must be <= hi (%g)", p0, p1);
+        return pg_fail_null(PG_STATUS_ERR_VALUE, "ag_clamp: lo (%s) must be <= hi (%s)", pg_num(p0),
+                            pg_num(p1));
     pg_tensor *out = pg_new_like(x, PG_MEM_CATEGORY_OTHER);
     if (!out) return NULL;
     double p[4] = {p0, p1, 0, 0};

@@ -105,8 +105,8 @@ static int clip_locked(pg_tensor **params, int64_t n, pg_gradmap *grads, double 
 {
     if (check_param_list(params, n, "clip_grad_norm")) return pg_last_status();
     if (isnan(max_norm) || max_norm < 0)
-        return pg_fail(PG_STATUS_ERR_VALUE, "clip_grad_norm: max_norm must be >= 0, got %g",
-                       max_norm);
+        return pg_fail(PG_STATUS_ERR_VALUE, "clip_grad_norm: max_norm must be >= 0, got %s",
+                       pg_num(max_norm));
     double ss = 0;
     for (int64_t i = 0; i < n; i++) {
         pg_tensor *g = listed_before(params, i) ? NULL : grad_of(params[i], grads);

@@ -116,8 +116,11 @@ double pg_mem_available(void);
 int pg_fail_io(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void *pg_fail_null(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *pg_dtype_name(int dtype);
-/* a number for messages as both front ends print it: NaN, Inf, -Inf, else %g; returns buf */
+/* a number for messages as the host prints it (pg_set_num_style): inf / nan in Python, Inf / NaN
+ * / NA in R; else %g (a whole number %g rounds: its digits); returns buf */
 const char *pg_fmt_num(char *buf, size_t n, double v);
+/* pg_fmt_num into one of 4 per-thread buffers (up to 4 numbers in one message) */
+const char *pg_num(double v);
 /* A text written piecewise into cap bytes, the texts both front ends print (History, progress,
  * memory reports): len counts what the whole needs, as snprintf's return; buf (NULL: measure
  * only) stays NUL-terminated. One piece is at most 511 bytes. */

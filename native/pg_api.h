@@ -129,6 +129,10 @@ void pg_tape_clear(void);
  * Python's) or 1 (R's). Returns the previous base; other values are ignored. */
 int pg_set_index_base(int base);
 int pg_index_base(void);
+/* How messages print a non-finite number (pg_fmt_num): 0 (the default) Python's inf / -inf /
+ * nan, 1 R's Inf / -Inf / NaN / NA (R's NA_real_, a NaN with payload 1954). Returns the
+ * previous style; other values are ignored. */
+int pg_set_num_style(int r);
 int pg_tape_depth(void);
 int pg_tape_enabled(void);
 int pg_tape_set_enabled(int flag); /* returns previous; for no-grad sections */

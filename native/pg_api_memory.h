@@ -60,6 +60,12 @@ const char *pg_mem_optim_name(int optim); /* "adam", "sgd", "sgd_plain"; NULL ou
  * when the argument is no single string (shown: the host's text of it). PG_STATUS_ERR_VALUE
  * naming ag_estimate_training_memory(), the names and what was given. */
 int pg_mem_optim_parse(const char *name, const char *shown, int *optim);
+/* ag_estimate_training_memory(model =)'s dtypes, before anything runs: dtype (the argument's or
+ * the model's) and x / y when given as tensors must be the model's parameters' model_dtype (a
+ * dtype code; -1: a model without parameters, nothing to match). -1: not given / not a tensor.
+ * PG_STATUS_ERR_DTYPE naming ag_estimate_training_memory(), the argument and both dtypes (the
+ * forward failed later in an inner layer's words). */
+int pg_mem_model_dtypes(int model_dtype, int dtype, int x_dtype, int y_dtype);
 
 /* where the activations come from */
 enum pg_mem_source {

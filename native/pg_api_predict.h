@@ -31,3 +31,8 @@ int pg_predict_transform(const char *fn, const double *out, int64_t rows, int64_
 /* ag_predict's batches (one forward each): a later batch's output must keep the first batch's
  * rows (rows0), else PG_STATUS_ERR_SHAPE naming fn (the outputs are bound column by column). */
 int pg_predict_batch_rows(const char *fn, int64_t rows0, int64_t rows, int64_t batch_size);
+/* ag_predict's batch of n samples (every one): the model's output [rows, cols] must have one
+ * column per sample (cols == n; the package's [features, batch] layout, recurrent and image layers
+ * included), else PG_STATUS_ERR_SHAPE naming fn, the output's shape and n. */
+int pg_predict_batch_cols(const char *fn, int64_t rows, int64_t cols, int64_t n,
+                          int64_t batch_size);

@@ -163,3 +163,14 @@ int pg_predict_batch_rows(const char *fn, int64_t rows0, int64_t rows, int64_t b
                    fn ? fn : "ag_predict", (long long)rows0, (long long)rows,
                    (long long)batch_size);
 }
+
+int pg_predict_batch_cols(const char *fn, int64_t rows, int64_t cols, int64_t n, int64_t batch_size)
+{
+    if (cols == n) return 0;
+    return pg_fail(PG_STATUS_ERR_SHAPE,
+                   "%s: the model returned [%lldx%lld] for a batch of %lld sample%s (batch_size "
+                   "%lld); it must return one column per sample ([outputs x %lld]); reshape "
+                   "per-step or per-token outputs to one column per sample first",
+                   fn ? fn : "ag_predict", (long long)rows, (long long)cols, (long long)n,
+                   n == 1 ? "" : "s", (long long)batch_size, (long long)n);
+}

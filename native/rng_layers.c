@@ -11,7 +11,8 @@
 static int draw_mask(pg_rng *r, int64_t n, double rate, double *m)
 {
     if (!(rate >= 0.0 && rate < 1.0))
-        return pg_fail(PG_STATUS_ERR_VALUE, "dropout: rate must be in [0, 1), got %g", rate);
+        return pg_fail(PG_STATUS_ERR_VALUE, "dropout: rate must be in [0, 1), got %s",
+                       pg_num(rate));
     if (!(r = pg_rng_lock(r, "dropout"))) return pg_last_status();
     for (int64_t i = 0; i < n; i++) m[i] = pg_rng_runif1(r, 0.0, 1.0); /* runif(length(x)) */
     pg_rng_unlock(r);
@@ -83,8 +84,8 @@ pg_tensor *pg_dropout(pg_tensor *x, double rate, int transpose)
 {
     if (pg_not_live(x, "ag_dropout", "x")) return NULL;
     if (!(rate >= 0.0 && rate < 1.0))
-        return pg_fail_null(PG_STATUS_ERR_VALUE, "ag_dropout: rate must be in [0, 1), got %g",
-                            rate);
+        return pg_fail_null(PG_STATUS_ERR_VALUE, "ag_dropout: rate must be in [0, 1), got %s",
+                            pg_num(rate));
     pg_tensor *out = pg_new_like(x, PG_MEM_CATEGORY_OTHER),
               *mask = pg_new_like(x, PG_MEM_CATEGORY_SAVED);
     if (!out || !mask) {

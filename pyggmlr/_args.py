@@ -120,9 +120,28 @@ def asarray(v: Any, error: Callable[[Exception], Exception]) -> np.ndarray:
     """np.asarray(v), with numpy's own refusals (ragged lists, objects, 10**400) raised as
     error(numpy's exception) instead: the caller's class and text."""
     try:
-        return np.asarray(v)
+        return _big_ints(np.asarray(v))
     except (ValueError, TypeError, OverflowError) as e:
         raise error(e) from None
+
+
+def _big_ints(a: np.ndarray) -> np.ndarray:
+    """An object array of plain numbers (numpy's fallback for ints past int64: [2**70, 1]) as
+    float64, the value R reads for 2^70 (10**400: inf, as R's 1e400), so ids and targets reach
+    the core's range checks; any other object array is returned as it is."""
+    if a.dtype != object or not a.size:
+        return a
+    flat = a.ravel()
+    num = (int, float, np.integer, np.floating)
+    if not all(isinstance(x, num) and not isinstance(x, (bool, np.bool_)) for x in flat):
+        return a
+    out = np.empty(flat.size, dtype=np.float64)
+    for i, x in enumerate(flat):
+        try:
+            out[i] = float(x)
+        except OverflowError:  # an int past the doubles: R's 1e400 is Inf
+            out[i] = math.inf if x > 0 else -math.inf
+    return out.reshape(a.shape)
 
 
 def as_numeric(v, fn, arg):

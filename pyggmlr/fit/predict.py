@@ -91,6 +91,8 @@ def _predict(model: Any, x: Any, batch_size: Any, fn: str) -> np.ndarray:
             for s in range(0, X.shape[1], bs):
                 xb = ag_tensor(X[:, s : s + bs], dtype=dtype)
                 o = _forward(model, xb, fn).numpy()
+                n = xb.shape[1]  # one output column per sample: the core's rule and text, as R's
+                _core.check(lib.pg_predict_batch_cols(fn.encode(), o.shape[0], o.shape[1], n, bs))
                 if outs:  # numpy's concatenate would fail in its words: the core's text, as R's
                     _core.check(lib.pg_predict_batch_rows(fn.encode(), len(outs[0]), len(o), bs))
                 outs.append(o)

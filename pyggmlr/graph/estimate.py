@@ -334,6 +334,8 @@ def ag_estimate_training_memory(
     if model is not None:
         if x is None and input_shape is None:
             raise ArgumentError(f"{fn}: with model=, give x= (a batch) or input_shape=")
+        if x is not None and input_shape is not None:  # input_shape was ignored
+            raise ArgumentError(f"{fn}: with model=, give x= (a batch) or input_shape=, not both")
         if dtype is None:
             params = _model_params(model)
             dcode = lib.pg_tensor_dtype(params[0]._p) if params else lib.pg_default_dtype()
@@ -343,6 +345,15 @@ def ag_estimate_training_memory(
         params = _shape_params(shapes)
         dcode = _dtype_code(dtype, fn)
     est.dtype = dcode
+    if model is not None:  # dtype, and x / y tensors, are the model's (the core's rule and text)
+        params = _model_params(model)
+        _core.check(
+            lib.pg_mem_model_dtypes(
+                lib.pg_tensor_dtype(params[0]._p) if params else -1, dcode,
+                lib.pg_tensor_dtype(x._p) if isinstance(x, Tensor) else -1,
+                lib.pg_tensor_dtype(y._p) if isinstance(y, Tensor) else -1,
+            )
+        )  # fmt: skip
     est.batch = check_int(batch_size, fn, "batch_size", 0)
     est.activation_frac = check_num(activation_frac, fn, "activation_frac", 0)
     quiet = check_flag(quiet, fn, "quiet")

@@ -296,6 +296,8 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     for (s0 in seq(1L, ncol(X), by = batch_size)) {
       idx <- s0:min(s0 - 1 + batch_size, ncol(X))  # double: batch_size may be 2^31 - 1
       o <- .fit_forward(model, ag_tensor(X[, idx, drop = FALSE], dtype = dtype), fn)$data
+      # one output column per sample: the core's rule and text, as Python's
+      .Call(R_pg_predict_batch_cols, fn, nrow(o), ncol(o), length(idx), batch_size)
       if (length(outs))  # cbind would fail in R's words (Python's in numpy's): the core's text
         .Call(R_pg_predict_batch_rows, fn, nrow(outs[[1L]]), nrow(o), batch_size)
       outs[[length(outs) + 1L]] <- o

@@ -47,6 +47,8 @@ ag_estimate_training_memory <- function(shapes = NULL, batch_size = 32L,
     if (is.null(x) &&
         is.null(input_shape))
       .arg_stop(sprintf("%s: with model =, give x = (a batch) or input_shape =", fn))
+    if (!is.null(x) && !is.null(input_shape))  # input_shape was ignored
+      .arg_stop(sprintf("%s: with model =, give x = (a batch) or input_shape =, not both", fn))
     if (is.null(dtype)) {
       p <- .mem_model_params(model)
       dtype <- if (length(p)) p[[1L]]$dtype else ag_default_dtype()
@@ -56,6 +58,13 @@ ag_estimate_training_memory <- function(shapes = NULL, batch_size = 32L,
     params <- .Call(R_pg_estimate_params, shapes)  # the core's rule and texts (as Python's)
   }
   dcode <- .dtype_code(dtype, fn)
+  if (!is.null(model)) {  # dtype, and x / y tensors, are the model's (the core's rule and text)
+    p <- .mem_model_params(model)
+    tcode <- function(t) if (is_ag_tensor(t)) .dtype_code(t$dtype) else -1L
+    .Call(R_pg_mem_model_dtypes,
+          as.integer(c(if (length(p)) .dtype_code(p[[1L]]$dtype) else -1L, dcode, tcode(x),
+                       tcode(y))))
+  }
   batch_size <- .arg_int(batch_size, fn, "batch_size", 0L)  # fn as Python's: with "()"
   activation_frac <- .arg_num(activation_frac, fn, "activation_frac", 0)
   quiet <- .arg_flag(quiet, fn, "quiet")

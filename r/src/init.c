@@ -13,6 +13,7 @@
 #endif
 
 int pg_gemm_threads_stop(void); /* native/pg_api_gemm.h */
+int pg_set_num_style(int r);    /* native/pg_api.h */
 
 extern SEXP R_pg_batch_norm(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_layer_norm(SEXP, SEXP, SEXP, SEXP);
@@ -105,6 +106,7 @@ extern SEXP R_pg_memory_category_peaks(void);
 extern SEXP R_pg_memory_cached(void);
 extern SEXP R_pg_estimate_params(SEXP);
 extern SEXP R_pg_mem_optim_parse(SEXP, SEXP);
+extern SEXP R_pg_mem_model_dtypes(SEXP);
 extern SEXP R_pg_mem_estimate(SEXP, SEXP);
 extern SEXP R_pg_memory_report(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_memory_trim(void);
@@ -278,6 +280,7 @@ extern SEXP R_pg_fit_loss_weighted(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_predict_type(SEXP, SEXP);
 extern SEXP R_pg_predict_classify(SEXP, SEXP);
 extern SEXP R_pg_predict_batch_rows(SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_predict_batch_cols(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_predict_transform(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_conv(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_conv_check(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
@@ -380,6 +383,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_memory_cached", (DL_FUNC)&R_pg_memory_cached, 0},
     {"R_pg_estimate_params", (DL_FUNC)&R_pg_estimate_params, 1},
     {"R_pg_mem_optim_parse", (DL_FUNC)&R_pg_mem_optim_parse, 2},
+    {"R_pg_mem_model_dtypes", (DL_FUNC)&R_pg_mem_model_dtypes, 1},
     {"R_pg_mem_estimate", (DL_FUNC)&R_pg_mem_estimate, 2},
     {"R_pg_memory_report", (DL_FUNC)&R_pg_memory_report, 4},
     {"R_pg_memory_trim", (DL_FUNC)&R_pg_memory_trim, 0},
@@ -553,6 +557,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_predict_type", (DL_FUNC)&R_pg_predict_type, 2},
     {"R_pg_predict_classify", (DL_FUNC)&R_pg_predict_classify, 2},
     {"R_pg_predict_batch_rows", (DL_FUNC)&R_pg_predict_batch_rows, 4},
+    {"R_pg_predict_batch_cols", (DL_FUNC)&R_pg_predict_batch_cols, 5},
     {"R_pg_predict_transform", (DL_FUNC)&R_pg_predict_transform, 5},
     {"R_pg_conv", (DL_FUNC)&R_pg_conv, 11},
     {"R_pg_conv_check", (DL_FUNC)&R_pg_conv_check, 11},
@@ -581,6 +586,7 @@ attribute_visible void R_init_pyggmlr(DllInfo *dll)
     R_registerRoutines(dll, NULL, CallEntries, NULL, NULL);
     R_useDynamicSymbols(dll, FALSE);
     pin_library();
+    pg_set_num_style(1); /* the core's texts print R's Inf / -Inf / NaN / NA (Python: inf, nan) */
 }
 
 /* dyn.unload(): stop the built-in GEMM's worker threads (they restart on demand) */

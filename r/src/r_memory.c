@@ -73,6 +73,15 @@ SEXP R_pg_mem_optim_parse(SEXP name, SEXP shown)
     return Rf_ScalarInteger(optim);
 }
 
+/* ag_estimate_training_memory(model =)'s dtype codes (-1: none): the core's rule and text */
+SEXP R_pg_mem_model_dtypes(SEXP codes)
+{
+    if (TYPEOF(codes) != INTSXP || XLENGTH(codes) != 4) Rf_error("R_pg_mem_model_dtypes: 4 ints");
+    const int *c = INTEGER(codes);
+    r_check(pg_mem_model_dtypes(c[0], c[1], c[2], c[3]));
+    return R_NilValue;
+}
+
 /* The budget, note and report of one estimate (pg_mem_budget_of / pg_mem_estimate_text). ints:
  * optim, accumulate, dtype, source, batch; dbl: params, activation_frac and the measured
  * weights, gradients, activations. */

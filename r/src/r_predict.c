@@ -33,6 +33,14 @@ SEXP R_pg_predict_batch_rows(SEXP fn, SEXP rows0, SEXP rows, SEXP batch_size)
     return R_NilValue;
 }
 
+/* ag_predict's batch of n samples: one output column per sample (the core's text) */
+SEXP R_pg_predict_batch_cols(SEXP fn, SEXP rows, SEXP cols, SEXP n, SEXP batch_size)
+{
+    r_check(pg_predict_batch_cols(str_arg(fn), (int64_t)Rf_asReal(rows), (int64_t)Rf_asReal(cols),
+                                  (int64_t)Rf_asReal(n), (int64_t)Rf_asReal(batch_size)));
+    return R_NilValue;
+}
+
 /* out: a double matrix [rows, n]; loss: a name or NULL; n_classes: -1 none. A matrix
  * [res_rows, n] of doubles. */
 SEXP R_pg_predict_transform(SEXP out, SEXP type, SEXP classify, SEXP loss, SEXP n_classes)

@@ -66,7 +66,7 @@ void test_fit_session(void)
                       "a replay of the recorded step gives loss 0.20000000000000001 where the "
                       "eager step gives 0.10000000000000001 on batch 3 (the forward reads "
                       "tensor values in host code or branches on them)"));
-        CHECK(pg_fit_probe_why(1, INFINITY, 1, b, sizeof b) > 0 && strstr(b, "loss Inf where"));
+        CHECK(pg_fit_probe_why(1, INFINITY, 1, b, sizeof b) > 0 && strstr(b, "loss inf where"));
     }
     pg_session_params d = pg_session_default_params();
     CHECK(d.nepoch == 30 && d.first_epoch == 1 && d.per_datapoint == 1 && d.batch_events == 0);

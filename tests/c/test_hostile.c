@@ -57,7 +57,7 @@ static void hostile_front_end_rules(void)
     CHECK_ERR(pg_estimate_params(dims, empty, 2, &p) != 0, PG_STATUS_ERR_VALUE, "shape 1 is empty");
     const double nan_dims[] = {2, NAN};
     CHECK_ERR(pg_estimate_params(nan_dims, lens, 1, &p) != 0, PG_STATUS_ERR_VALUE,
-              "shape 0 has NaN at position 1");
+              "shape 0 has nan at position 1");
     pg_tensor *q = pg_tensor_new(PG_DTYPE_F64, 4, 5, NULL, PG_DTYPE_F64, 1, 4);
     pg_tensor *k3 = pg_tensor_new(PG_DTYPE_F64, 3, 5, NULL, PG_DTYPE_F64, 1, 3);
     pg_tensor *v6 = pg_tensor_new(PG_DTYPE_F64, 4, 6, NULL, PG_DTYPE_F64, 1, 4);

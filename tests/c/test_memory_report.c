@@ -87,6 +87,12 @@ static void test_optim_names(void)
 {
     int o = -1;
     CHECK(pg_mem_optim_parse("sgd", NULL, &o) == 0 && o == PG_MEM_OPTIM_SGD); /* exact first */
+    CHECK(pg_mem_model_dtypes(PG_DTYPE_F32, PG_DTYPE_F32, -1, PG_DTYPE_F32) == 0);
+    CHECK(pg_mem_model_dtypes(-1, PG_DTYPE_F64, PG_DTYPE_F32, -1) == 0); /* no parameters */
+    CHECK_ERR(pg_mem_model_dtypes(PG_DTYPE_F32, PG_DTYPE_F64, -1, -1), PG_STATUS_ERR_DTYPE,
+              "ag_estimate_training_memory(): dtype is \"f64\" but the model's parameters are f32");
+    CHECK_ERR(pg_mem_model_dtypes(PG_DTYPE_F64, PG_DTYPE_F64, -1, PG_DTYPE_F32),
+              PG_STATUS_ERR_DTYPE, "y is an f32 tensor but the model's parameters are f64");
     CHECK(pg_mem_optim_parse("sgd_p", NULL, &o) == 0 && o == PG_MEM_OPTIM_SGD_PLAIN);
     CHECK(pg_mem_optim_parse("ad", NULL, &o) == 0 && o == PG_MEM_OPTIM_ADAM);
     CHECK_ERR(pg_mem_optim_parse("rmsprop", NULL, &o), PG_STATUS_ERR_VALUE,

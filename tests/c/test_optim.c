@@ -26,7 +26,7 @@ void test_optim(void)
                     pg_optim_set(o, "momentum", 0.9);
                 }
                 if (variant == 3) CHECK(pg_optim_set(o, "accumulate_steps", 2) == 0);
-                CHECK_ERR(pg_optim_set(o, "lr", NAN) != 0, PG_STATUS_ERR_VALUE, "NaN");
+                CHECK_ERR(pg_optim_set(o, "lr", NAN) != 0, PG_STATUS_ERR_VALUE, "nan");
                 CHECK_ERR(pg_optim_set(o, "lr", -1) != 0, PG_STATUS_ERR_VALUE, ">= 0");
                 CHECK_ERR(pg_optim_set(o, "beta1", 1) != 0, PG_STATUS_ERR_VALUE, "[0, 1)");
                 CHECK_ERR(pg_optim_set(o, "accumulate_steps", 1.5) != 0, PG_STATUS_ERR_VALUE,
@@ -88,7 +88,7 @@ void test_optim(void)
               "no gradient for any");
     CHECK(pg_optim_get(a, "t") == 0);
     CHECK_ERR(pg_optim_set(a, "lr", INFINITY) != 0, PG_STATUS_ERR_VALUE,
-              "optimizer_adam: lr must be a finite number >= 0, got Inf");
+              "optimizer_adam: lr must be a finite number >= 0, got inf");
     CHECK_ERR(pg_optim_set(a, "eps", 0) != 0, PG_STATUS_ERR_VALUE,
               "eps must be a finite number > 0");
     CHECK_ERR(pg_optim_set(a, "momentum", 1) != 0, PG_STATUS_ERR_VALUE, "[0, 1)");

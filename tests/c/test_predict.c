@@ -47,6 +47,23 @@ static void transform(void)
     CHECK(pg_predict_classify("f", NULL, &k) == 0 && k == PG_FIT_CLASSIFY_NONE); /* no loss */
     CHECK_ERR(pg_predict_classify("ag_predict", "hinge", &k), PG_STATUS_ERR_VALUE,
               "unknown loss \"hinge\"");
+    CHECK(pg_predict_batch_cols("ag_predict", 2, 5, 5, 256) == 0);
+    CHECK_ERR(pg_predict_batch_cols("ag_accuracy", 2, 10, 5, 256), PG_STATUS_ERR_SHAPE,
+              "ag_accuracy: the model returned [2x10] for a batch of 5 samples (batch_size 256); "
+              "it must return one column per sample ([outputs x 5])");
+    char nb[40]; /* each host's names of the non-finite numbers; whole numbers keep their digits */
+    CHECK(!strcmp(pg_fmt_num(nb, sizeof nb, INFINITY), "inf"));
+    CHECK(!strcmp(pg_fmt_num(nb, sizeof nb, 1180591620717411303424.0), "1180591620717411303424"));
+    CHECK(!strcmp(pg_fmt_num(nb, sizeof nb, 1e300), "1e+300"));
+    CHECK(!strcmp(pg_fmt_num(nb, sizeof nb, 0.25), "0.25"));
+    CHECK(pg_set_num_style(1) == 0);
+    const uint64_t na_bits = 0x7FF00000000007A2ull; /* R's NA_real_ */
+    double na;
+    memcpy(&na, &na_bits, sizeof na);
+    CHECK(!strcmp(pg_fmt_num(nb, sizeof nb, -INFINITY), "-Inf"));
+    CHECK(!strcmp(pg_fmt_num(nb, sizeof nb, NAN), "NaN"));
+    CHECK(!strcmp(pg_fmt_num(nb, sizeof nb, na), "NA"));
+    CHECK(pg_set_num_style(0) == 1 && !strcmp(pg_fmt_num(nb, sizeof nb, na), "nan"));
     CHECK(pg_fit_classify_parse("logits") == PG_FIT_CLASSIFY_LOGITS);
     CHECK(!strcmp(pg_fit_classify_name(PG_FIT_CLASSIFY_NONE), "none"));
 }

@@ -113,13 +113,13 @@ def test_budget_shapes_rule_is_the_cores():
         )
     for shapes, tail in (
         ([(2, 2), (4, -1)], "shape 1 has -1 at position 1"),
-        ([(float("inf"),)], "shape 0 has Inf at position 0"),
-        ([(4, float("nan"))], "shape 0 has NaN at position 1"),
+        ([(float("inf"),)], "shape 0 has inf at position 0"),
+        ([(4, float("nan"))], "shape 0 has nan at position 1"),
         ([(4, 4), "ab"], "shape 1 is not numeric"),
         ([(4, None)], "shape 0 is not numeric"),
         ([(True, 2)], "shape 0 is not numeric"),
         ([(3,), ()], "shape 1 is empty"),
-        ([(10**400,)], "shape 0 has Inf at position 0"),
+        ([(10**400,)], "shape 0 has inf at position 0"),
     ):
         with pytest.raises(pg.PyggmlrValueError) as e:
             pg.ag_estimate_training_memory(shapes, quiet=True)

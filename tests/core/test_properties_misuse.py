@@ -70,7 +70,10 @@ TWO_ARG = {
 
 
 def _fine_anyway(bad):
-    """Values numpy turns into a valid numeric matrix (a huge int list becomes inf)."""
+    """Values numpy turns into a valid numeric matrix (a huge float list becomes inf), and an int
+    past the doubles (read as R reads 1e400: inf, issue 29)."""
+    if isinstance(bad, int) and not isinstance(bad, bool) and abs(bad) > 2**1024:
+        return True
     return isinstance(bad, list) and bad == [1e400]
 
 

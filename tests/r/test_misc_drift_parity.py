@@ -48,11 +48,11 @@ _CASES = [  # (id, Python call, R call, Python type, Python text, R text or None
     ("evaluate threshold 1e400",  # Python raised OverflowError
      lambda: pg.ag_evaluate(_m(), _X, _Y, threshold=10**400, metrics="accuracy"),
      'ag_evaluate(m, x, y, threshold = 1e400, metrics = "accuracy")', pg.PyggmlrValueError,
-     _FIN.format("ag_evaluate", "inf"), None),
+     _FIN.format("ag_evaluate", "inf"), _FIN.format("ag_evaluate", "Inf")),
     ("evaluate threshold NaN",  # Python read NaN as no threshold, R refused it as not a number
      lambda: pg.ag_evaluate(_m(), _X, _Y, threshold=np.nan, metrics="accuracy"),
      'ag_evaluate(m, x, y, threshold = NaN, metrics = "accuracy")', pg.PyggmlrValueError,
-     _FIN.format("ag_evaluate", "nan"), None),
+     _FIN.format("ag_evaluate", "nan"), _FIN.format("ag_evaluate", "NaN")),
     ("accuracy threshold NaN",  # R refused NaN as not a number (an ArgumentError)
      lambda: pg.ag_accuracy(_m(), _X, _Y, threshold=np.nan),
      "ag_accuracy(m, x, y, threshold = NaN)", pg.PyggmlrValueError,

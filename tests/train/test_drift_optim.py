@@ -15,7 +15,7 @@ def _w():
 
 @pytest.mark.parametrize("bad, exc, text", [
     ("0.5", ArgumentError, "optimizer_sgd: lr must be a single number, got '0.5'"),  # parsed
-    (10**400, PyggmlrValueError, "optimizer_sgd: lr must be a finite number >= 0, got Inf"),
+    (10**400, PyggmlrValueError, "optimizer_sgd: lr must be a finite number >= 0, got inf"),
 ])  # fmt: skip
 def test_a_bad_lr_is_refused_and_changes_nothing(bad, exc, text):
     o = pg.optimizer_sgd([_w()], lr=0.5)

@@ -36,9 +36,9 @@ test_that("a threshold must be finite; NaN is a number, NA is not", {
   y <- c(0, 1, 1, 0)
   fin <- "%s: threshold must be a finite number, got %s"
   misc_refused(ag_evaluate(misc_model(), x, y, threshold = 1e400, metrics = "accuracy"),
-               "pyggmlr_value_error", sprintf(fin, "ag_evaluate", "inf"))
+               "pyggmlr_value_error", sprintf(fin, "ag_evaluate", "Inf"))
   misc_refused(ag_evaluate(misc_model(), x, y, threshold = NaN, metrics = "accuracy"),
-               "pyggmlr_value_error", sprintf(fin, "ag_evaluate", "nan"))
+               "pyggmlr_value_error", sprintf(fin, "ag_evaluate", "NaN"))
   misc_refused(ag_accuracy(misc_model(), x, y, threshold = -1e400), "pyggmlr_value_error",
                sprintf(fin, "ag_accuracy", "-inf"))
   misc_refused(ag_accuracy(misc_model(), x, y, threshold = NaN), "pyggmlr_value_error",

@@ -104,7 +104,7 @@ test_that("1e400 is Inf, as Python's 10**400 now is", {
   expect_true(all(ag_scale(x, 1e400)$data == Inf))
   expect_identical(ag_clamp(x, -1e400, 3)$data, pmin(matrix(as.double(1:6), 2, 3), 3))
   ops_refused(ag_huber_loss(x, matrix(1, 2, 3), delta = 1e400), "pyggmlr_value_error",
-              "ag_huber_loss: delta must be a finite number > 0, got inf")
+              "ag_huber_loss: delta must be a finite number > 0, got Inf")
   ops_refused(ag_softmax_cross_entropy_loss(x, c(0, 1, 1), ignore_index = -1e400),
               "pyggmlr_value_error",
               "ag_softmax_cross_entropy_loss: ignore_index must be a whole number, got -Inf")

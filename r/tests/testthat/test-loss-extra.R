@@ -129,13 +129,13 @@ test_that("errors name the function, the argument, shapes and dtype (as in Pytho
                       "\\[1, 2\\] \\(0-based\\) of \\[2x3\\] f32; pred are probabilities ",
                       "\\(for logits use ag_bce_with_logits_loss\\)$"))
   expect_error(ag_binary_cross_entropy_loss(matrix(NaN), matrix(0)),
-               "pred must lie in \\[0, 1\\], got nan at \\[0, 0\\]")
+               "pred must lie in \\[0, 1\\], got NaN at \\[0, 0\\]")
   expect_error(ag_binary_cross_entropy_loss(matrix(0.5, 1, 2), matrix(c(0, -1), 1, 2)),
                paste0("^ag_binary_cross_entropy_loss: target must lie in \\[0, 1\\], got -1 at ",
                       "\\[0, 1\\] \\(0-based\\) of \\[1x2\\] f32$"))
   expect_error(ag_bce_with_logits_loss(matrix(5), matrix(2)),
                "^ag_bce_with_logits_loss: target must lie in \\[0, 1\\], got 2 at \\[0, 0\\]")
-  for (bad in list(c(0, "0"), c(-1, "-1"), c(Inf, "inf"), c(NaN, "nan")))
+  for (bad in list(c(0, "0"), c(-1, "-1"), c(Inf, "Inf"), c(NaN, "NaN")))
     expect_error(ag_huber_loss(a, a, delta = as.numeric(bad[1])),
                  paste0("^ag_huber_loss: delta must be a finite number > 0, got ", bad[2], "$"))
   expect_error(ag_huber_loss(a, a, delta = "a"),

@@ -225,7 +225,7 @@ test_that("errors name the function, the argument and the shapes", {
                paste0("ag_pad2d_op: value \\(2\\) applies to mode \"constant\" only, ",
                       "got mode \"replicate\""))
   expect_error(ag_pad2d(1, value = Inf), class = "pyggmlr_value_error",
-               "ag_pad2d: value must be a finite number, got inf")
+               "ag_pad2d: value must be a finite number, got Inf")
   expect_error(ag_upsample2d(1.5), class = "pyggmlr_value_error",
                paste0("ag_upsample2d: scale_factor must be one or two \\(H, W\\) whole numbers ",
                       ">= 1, got \\(1.5, 1.5\\)"))
