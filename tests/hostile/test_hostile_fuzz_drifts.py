@@ -31,7 +31,7 @@ _CASES = [  # (id, call, type, text)
     ("clip_value NaN",
      lambda: pg.clip_grad_value([pg.ag_param(np.ones((2, 2)))], clip_value=np.nan),
      pg.PyggmlrValueError,
-     "clip_grad_value: clip_value must be a single positive finite number, got NaN"),
+     "clip_grad_value: clip_value must be a single positive finite number, got nan"),
     ("optimizer array", lambda: pg.optimizer_sgd(np.array([1, 2])), pg.ArgumentError,
      "optimizer_sgd: " + _OPT.format("array([1, 2])")),
     ("clip array", lambda: pg.clip_grad_norm(np.array([1, 2]), max_norm=1.0), pg.ArgumentError,

@@ -27,7 +27,7 @@ test_that("ag_estimate_training_memory: the shapes rule and texts are the core's
                  class = "pyggmlr_value_error")
   bad <- list(list(list(c(2, 2), c(4, -1)), "shape 2 has -1 at position 2"),
               list(list(Inf), "shape 1 has Inf at position 1"),
-              list(list(c(4, NA)), "shape 1 has NaN at position 2"),
+              list(list(c(4, NA)), "shape 1 has NA at position 2"),  # R's NA, as R prints it
               list(list(c(4, 4), "ab"), "shape 2 is not numeric"),
               list(list(c(TRUE, TRUE)), "shape 1 is not numeric"),
               list(list(factor("a")), "shape 1 is not numeric"),
