@@ -269,7 +269,8 @@ int pg_conv_check(double in_channels, double out_channels, const double *a, int 
         if ((P[k].i == PG_CONV_PH || P[k].i == PG_CONV_PW) && mode != PG_CONV_PAD_NUMBERS) continue;
         if ((P[k].i == PG_CONV_OPH || P[k].i == PG_CONV_OPW) && !transpose) continue;
         if (whole(fn, P[k].name, a[P[k].i], P[k].lo)) return pg_last_status();
-        if (P[k].i != PG_CONV_OPH && P[k].i != PG_CONV_OPW && a[P[k].i] > 65535) /* the op's limit */
+        if (P[k].i != PG_CONV_OPH && P[k].i != PG_CONV_OPW &&
+            a[P[k].i] > 65535) /* the op's limit */
             return pg_fail(PG_STATUS_ERR_VALUE,
                            "%s: kernel_size, stride, padding and dilation must be at most 65535",
                            fn);

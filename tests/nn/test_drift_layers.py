@@ -168,6 +168,9 @@ def test_huge_layer_counts_refused_at_once():
     for f in ("ag_conv1d", "ag_conv2d", "ag_conv_transpose1d", "ag_conv_transpose2d"):
         for kw in ("kernel_size", "stride", "padding", "dilation"):  # the op's limit, at once
             a = {"in_channels": 1, "out_channels": 1, "kernel_size": 3, kw: 65536}
-            refused(lambda: getattr(pg, f)(**a), pg.PyggmlrValueError,
-                    f"{f}: kernel_size, stride, padding and dilation must be at most 65535")
+            refused(
+                lambda f=f, a=a: getattr(pg, f)(**a),
+                pg.PyggmlrValueError,
+                f"{f}: kernel_size, stride, padding and dilation must be at most 65535",
+            )
         getattr(pg, f)(1, 1, 3, stride=65535, padding=65535, dilation=65535)  # the limit itself

@@ -127,6 +127,7 @@ def test_edited_model_config_same_outcome(tmp_path):
     pg.ag_save_model(m, str(src))
     files = _mutants(tmp_path, src, ["config", "target", "parameters", "buffers"])
     assert len(files) > 400
+
     def predict(f):
         m = pg.ag_load_model(f)
         try:  # the classes as the file's target says (refused without one)

@@ -211,14 +211,18 @@ def test_same_refusal_of_an_edited_config(tmp_path, edit):
     n = struct.unpack("<Q", b[:8])[0]
     h = json.loads(b[8 : 8 + n])
     key, value = _EDITS[edit]
-    h["__metadata__"]["config"] = json.dumps({"type": "sequential",
-                                              "layers": [dict(_CONV, **{key: value})]})
+    h["__metadata__"]["config"] = json.dumps(
+        {"type": "sequential", "layers": [dict(_CONV, **{key: value})]}
+    )
     hb = json.dumps(h).encode()
     open(p, "wb").write(struct.pack("<Q", len(hb)) + hb + b[8 + n :])
     with pytest.raises(pg.PyggmlrValueError) as e:
         pg.ag_load_model(str(p))
     assert str(e.value).startswith(f"{p}: cannot rebuild the model from its architecture config: ")
     assert "Error: " not in str(e.value)  # the library's text alone, as R's conditionMessage
-    got = r.run("tryCatch({ ag_load_model(p); list('none', '') }, "
-                "error = function(e) list(class(e)[[1L]], conditionMessage(e)))", p=str(p))
+    got = r.run(
+        "tryCatch({ ag_load_model(p); list('none', '') }, "
+        "error = function(e) list(class(e)[[1L]], conditionMessage(e)))",
+        p=str(p),
+    )
     assert got == ["pyggmlr_value_error", str(e.value)]
