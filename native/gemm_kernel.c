@@ -162,6 +162,19 @@ static int direct_swap(int ta, int tb, int64_t m, int64_t n, int64_t k, int vl, 
     return swap < keep;
 }
 
+/* Whether the direct path copies an in-place a side (one row tile, one k block) to the stack
+ * first: its columns, sa bytes apart, fall on few of L1's 64 sets when sa is a multiple of
+ * 1-4 KiB (an FFN's 1024-row weight, f64 256 rows), and every column tile of the row tile
+ * then reads it from L2 again. The copy costs about one more pass, so it pays from 8 column
+ * tiles at 2 sets or fewer, from 32 at 4 (Zen 3, AVX2: docs/gemm.md). Same values: same bits. */
+static int direct_aliases(int64_t sa, int64_t cols, int nr)
+{
+    int64_t g = 4096;
+    for (int64_t r = sa % g; r;) { int64_t t = g % r; g = r, r = t; } /* gcd(sa, 4096) */
+    int64_t sets = 4096 / g, tiles = (cols + nr - 1) / nr;
+    return (sets <= 2 && tiles >= 8) || (sets <= 4 && tiles >= 32);
+}
+
 /* One row tile of the direct path across all S columns, with kernels ktab (a row of a kernel
  * table: one NV) in balanced column tiles (10 = 5 + 5, not 8 + 2: few accumulators stall). */
 #define DK_COLS(ktab, prt, nrmax, ar, crow, nrows)                                                 \
@@ -212,6 +225,7 @@ static int direct_swap(int ta, int tb, int64_t m, int64_t n, int64_t k, int vl, 
         const T *pk = swap ? b : a;                                                                \
         const int64_t ldp = swap ? ldb : lda;                                                      \
         unsigned char buf_[32 * DK_KC * 4 + 64]; /* 2 VL rows x KC: 32 KiB either type */          \
+        const int copy = !pack && direct_aliases(sa * (int64_t)sizeof(T), S, nr2);                \
         T *buf = (T *)(((uintptr_t)buf_ + 63) & ~(uintptr_t)63);                                   \
         for (int64_t pc = 0; pc < k; pc += DK_KC) {                                                \
             int64_t kc = k - pc < DK_KC ? k - pc : DK_KC;                                          \
@@ -229,6 +243,9 @@ static int direct_swap(int ta, int tb, int64_t m, int64_t n, int64_t k, int vl, 
                 int64_t sar = sa;                                                                  \
                 if (pack) {                                                                        \
                     PACK_A(T, 1, pk, ldp, r0, pc, rows, kc, mrv, buf, 0);                          \
+                    ar = buf, sar = mrv;                                                           \
+                } else if (copy) {                                                                 \
+                    pack_a_##T(0, as, sa, r0, pc, rows, kc, mrv, buf, 0);                          \
                     ar = buf, sar = mrv;                                                           \
                 } else ar = as + r0 + pc * sa;                                                     \
                 if (main_) DK_COLS(tab[nv - 1], part, nrmax, ar, c + r0 * rc, main_);              \

@@ -270,6 +270,8 @@ def test_builtin_gemm_paths_give_identical_bits(builtin_gemm, gemm_path, rng, dt
         (7, 5, 3100),
         (24, 33, 19),  # AVX-512: ragged rows of half a vector run on the AVX2 kernels
         (44, 300, 9),
+        (1024, 300, 100),  # columns of A 4 / 8 KiB apart: the direct path copies its a side
+        (256, 40, 200),  # 1 / 2 KiB apart, 34 column tiles: copied too
     ]
     for m, k, n, ta, tb, a, b in _gemm_layouts(rng, shapes, dt):
         outs = []
