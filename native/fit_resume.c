@@ -74,6 +74,41 @@ static int history_ok(const pj_doc *d, int64_t h)
     return 1;
 }
 
+/* The history's rows are the epochs done, numbered 1 to epoch (the writers' layout): a
+ * hand-edited count, numbering or stopped / best epoch past it is refused, not resumed from with
+ * a shortened or renumbered history. Absent "epoch" column: files that never had one. */
+static int history_epochs(const char *path, const pj_doc *d, int64_t h, int64_t epoch)
+{
+    for (int64_t c = d->nodes[h].first; c >= 0; c = d->nodes[c].next) {
+        const char *k = d->pool + d->nodes[c].kstr;
+        if (d->nodes[c].type == PJ_NUM) { /* stopped_epoch / best_epoch (history_ok) */
+            double v = pj_number(d, &d->nodes[c]);
+            if (!(v >= 0 && v <= (double)epoch && v == floor(v)))
+                return pg_fail(PG_STATUS_ERR_VALUE,
+                               "ag_fit: %s holds an unusable training state (its history's %s "
+                               "is not an epoch from 0 to %lld)",
+                               path, k, (long long)epoch);
+            continue;
+        }
+        if (d->nodes[c].type != PJ_ARR) continue;
+        if (d->nodes[c].count != epoch)
+            return pg_fail(PG_STATUS_ERR_VALUE,
+                           "ag_fit: %s holds an unusable training state (its history has %lld "
+                           "epoch%s, the checkpoint's epoch is %lld)",
+                           path, (long long)d->nodes[c].count, d->nodes[c].count == 1 ? "" : "s",
+                           (long long)epoch);
+        if (strcmp(k, "epoch")) continue;
+        int64_t i = 1;
+        for (int64_t e = d->nodes[c].first; e >= 0; e = d->nodes[e].next, i++)
+            if (d->nodes[e].type != PJ_NUM || pj_number(d, &d->nodes[e]) != (double)i)
+                return pg_fail(PG_STATUS_ERR_VALUE,
+                               "ag_fit: %s holds an unusable training state (its history's "
+                               "epochs are not numbered 1 to %lld)",
+                               path, (long long)epoch);
+    }
+    return 0;
+}
+
 /* the generator's own rule, on a throwaway stream (the split state too: refused here, before
  * the plan loads it, with this text in both languages) */
 static int state_ok(const int32_t *state)
@@ -124,7 +159,7 @@ static int check(const char *path, const pj_doc *x, int64_t epoch, const pj_doc 
         return pg_fail(PG_STATUS_ERR_VALUE,
                        "ag_fit: %s holds an unusable training state (history or random stream)",
                        path);
-    return 0;
+    return history_epochs(path, x, pj_get(x, fit, "history"), epoch);
 }
 
 /* the metadata value of key, or NULL */

@@ -74,3 +74,36 @@ def edit_meta(path, fn, out=None):
     hb += b" " * (-len(hb) % 8)
     with open(out or path, "wb") as f:
         f.write(struct.pack("<Q", len(hb)) + hb + data[8 + n :])
+
+
+def _history(meta, keep=None, **kv):
+    """meta with the checkpoint's history entries kv set (its run state, metadata "extra"), and
+    every per-epoch column cut to its first `keep` rows."""
+    ex = json.loads(meta["extra"])
+    h = ex["fit"]["history"]
+    if keep is not None:
+        h.update({k: v[:keep] for k, v in h.items() if isinstance(v, list)})
+    h.update(kv)
+    meta["extra"] = json.dumps(ex)
+
+
+# checkpoints of 2 epochs whose history is not the epochs done, numbered 1 to epoch: (edit of
+# the metadata, the end of the core's text, the same in R) for ag_fit(resume_from =)
+HISTORY_EDITS = {
+    "short": (
+        lambda meta: _history(meta, keep=1),
+        "(its history has 1 epoch, the checkpoint's epoch is 2)",
+    ),
+    "epoch_up": (
+        lambda meta: meta.update(epoch="1000000"),
+        "(its history has 2 epochs, the checkpoint's epoch is 1000000)",
+    ),
+    "renumbered": (
+        lambda meta: _history(meta, epoch=[3, 4]),
+        "(its history's epochs are not numbered 1 to 2)",
+    ),
+    "best": (
+        lambda meta: _history(meta, best_epoch=7),
+        "(its history's best_epoch is not an epoch from 0 to 2)",
+    ),
+}

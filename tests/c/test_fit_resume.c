@@ -110,6 +110,21 @@ void test_fit_resume(void)
     CHECK_ERR(resume(run) != 0, PG_STATUS_ERR_VALUE, "unusable training state");
     write_ckpt("2", extra(saved, hist, "[1, 2]"));
     CHECK_ERR(resume(run) != 0, PG_STATUS_ERR_VALUE, "unusable training state");
+    /* the history's rows are the epochs done, numbered 1 to epoch (stopped / best within) */
+    write_ckpt("3", extra(saved, hist, rng));
+    CHECK_ERR(resume(run) != 0, PG_STATUS_ERR_VALUE,
+              "holds an unusable training state (its history has 2 epochs, the checkpoint's "
+              "epoch is 3)");
+    write_ckpt("2", extra(saved, "{\"epoch\": [1, 3], \"loss\": [0.5, 0.4]}", rng));
+    CHECK_ERR(resume(run) != 0, PG_STATUS_ERR_VALUE,
+              "(its history's epochs are not numbered 1 to 2)");
+    write_ckpt("2", extra(saved, "{\"epoch\": [1, 2], \"best_epoch\": 3}", rng));
+    CHECK_ERR(resume(run) != 0, PG_STATUS_ERR_VALUE,
+              "(its history's best_epoch is not an epoch from 0 to 2)");
+    write_ckpt("2", extra(saved, "{\"epoch\": [1, 2], \"stopped_epoch\": 1.5}", rng));
+    CHECK_ERR(resume(run) != 0, PG_STATUS_ERR_VALUE, "stopped_epoch is not an epoch");
+    write_ckpt("2", extra(saved, "{\"epoch\": [1, 2], \"stopped_epoch\": 0}", rng));
+    CHECK(resume(run) == 0);
     rng[1] = '9'; /* the kind code 10403 -> 90403: not R's default generator */
     write_ckpt("2", extra(saved, hist, rng));
     CHECK_ERR(resume(run) != 0, PG_STATUS_ERR_VALUE, "unusable training state");

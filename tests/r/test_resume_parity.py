@@ -13,6 +13,8 @@ if not r.available():
 pytestmark = pytest.mark.parity  # embeds R (rpy2): not in the sanitized run, which cannot host R
 
 import pyggmlr as pg  # noqa: E402
+from _files import HISTORY_EDITS, edit_meta  # noqa: E402
+from _rclass import R_CLASS  # noqa: E402
 
 _X = np.linspace(-1, 1, 36).reshape(4, 9, order="F")
 _Y = np.array([0.0, 1, 2] * 3)
@@ -127,3 +129,24 @@ def test_a_split_state_the_generator_refuses_is_one_refusal(tmp_path):
     )
     assert list(got) == [R_CLASS[pg.PyggmlrValueError], str(e.value)]
     assert "holds an unusable random-stream state" in str(e.value)
+
+
+def test_a_history_that_is_not_the_epochs_done_is_refused_alike(tmp_path):
+    # a hand-edited history (shortened, renumbered, a best epoch past it, the epoch bumped): the
+    # core's one text and class in both languages
+    src = _py_checkpoint(tmp_path / "ck.st")
+    for case, (edit, text) in sorted(HISTORY_EDITS.items()):
+        g = str(tmp_path / f"{case}.st")
+        edit_meta(src, edit, g)
+        with pytest.raises(pg.PyggmlrError) as e:
+            _py_resume(g)
+        got = r.run(
+            "tryCatch({m <- ag_linear(4, 3); "
+            + _R_FIT.format(n=3, more=", resume_from = p")
+            + "; 'ok'}, error = function(e) list(class(e)[[1L]], conditionMessage(e)))",
+            p=g,
+            x=_X,
+            y=_Y,
+        )
+        assert list(got) == [R_CLASS[type(e.value)], str(e.value)], case
+        assert text in str(e.value)

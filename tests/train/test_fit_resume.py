@@ -6,6 +6,7 @@ import errno
 
 import numpy as np
 import pytest
+from _files import HISTORY_EDITS, edit_meta
 from _fit_models import _iris, _mlp, _weights
 
 import pyggmlr as pg
@@ -264,3 +265,27 @@ def test_resume_from_file_errors_name_ag_fit(tmp_path):
     assert e.value.errno == errno.ENOENT and "ag_fit: resume_from: " in str(e.value)
     with pytest.raises(IsADirectoryError, match="ag_fit: resume_from: "):
         fit(tmp_path)
+
+
+
+@pytest.mark.parametrize("case", sorted(HISTORY_EDITS))
+def test_resume_refuses_a_history_that_is_not_the_epochs_done(tmp_path, case):
+    pg.ggml_set_seed(1)
+    x = pg.random.rnorm(4 * 40).reshape((4, 40), order="F")
+    y = (x[0] > 0).astype(int)
+    f = str(tmp_path / "run.safetensors")
+    m = pg.ag_sequential(pg.ag_linear(4, 6, "relu"), pg.ag_linear(6, 2))
+    pg.ag_fit(
+        m, x, y, nepoch=2, batch_size=8, seed=1, silent=True, callbacks=[pg.ag_model_checkpoint(f)]
+    )
+    edit, text = HISTORY_EDITS[case]
+    g = str(tmp_path / "edited.safetensors")
+    edit_meta(f, edit, g)
+    m2 = pg.ag_sequential(pg.ag_linear(4, 6, "relu"), pg.ag_linear(6, 2))
+    before = {k: t.numpy() for k, t in m2.parameters().items()}
+    with pytest.raises(pg.PyggmlrValueError) as e:
+        pg.ag_fit(m2, x, y, nepoch=3, batch_size=8, seed=1, silent=True, resume_from=g)
+    assert str(e.value) == f"ag_fit: {g} holds an unusable training state {text}"
+    assert all(np.array_equal(t.numpy(), before[k]) for k, t in m2.parameters().items())
+    h = pg.ag_fit(m2, x, y, nepoch=3, batch_size=8, seed=1, silent=True, resume_from=f)
+    assert list(h.epoch) == [1, 2, 3]  # the file as written resumes

@@ -147,6 +147,48 @@ test_that("a refused resume_from changes nothing (batch size, tampered state, ne
   }
 })
 
+test_that("resume_from refuses a history that is not the epochs done, numbered 1 to epoch", {
+  set.seed(0)
+  x <- matrix(runif(24), 3, 8)
+  y <- matrix(runif(16), 2, 8)
+  f <- tempfile(fileext = ".st")
+  a <- hf_trained()
+  ag_fit(a$m, x, y, loss = "mse", optimizer = a$opt, silent = TRUE, nepoch = 2, batch_size = 4,
+         callbacks = list(ag_model_checkpoint(f)))
+  edits <- list(
+    short = list(function(ex, h) { ex$fit$history[] <- lapply(ex$fit$history, function(v)
+      if (is.list(v)) v[1] else v); list(ex, h) },
+      "(its history has 1 epoch, the checkpoint's epoch is 2)"),
+    epoch_up = list(function(ex, h) { h$`__metadata__`$epoch <- "1000000"; list(ex, h) },
+      "(its history has 2 epochs, the checkpoint's epoch is 1000000)"),
+    renumbered = list(function(ex, h) { ex$fit$history$epoch <- list(3L, 4L); list(ex, h) },
+      "(its history's epochs are not numbered 1 to 2)"),
+    best = list(function(ex, h) { ex$fit$history$best_epoch <- 7L; list(ex, h) },
+      "(its history's best_epoch is not an epoch from 0 to 2)"))
+  for (case in names(edits)) {
+    g <- tempfile(fileext = ".st")
+    file.copy(f, g)
+    hf_edit(g, function(h, body) {
+      ex <- jsonlite::parse_json(h$`__metadata__`$extra, simplifyVector = FALSE)
+      r <- edits[[case]][[1]](ex, h)
+      h <- r[[2]]
+      h$`__metadata__`$extra <- as.character(jsonlite::toJSON(r[[1]], auto_unbox = TRUE,
+          null = "null", digits = NA))
+      list(h = h, body = body)
+    })
+    b <- hf_trained(2)
+    before <- hf_snap(b$m, b$opt)
+    err <- tryCatch(ag_fit(b$m, x, y, loss = "mse", optimizer = b$opt, silent = TRUE,
+                           nepoch = 3, batch_size = 4, resume_from = g),
+                    error = function(e) e)
+    expect_s3_class(err, "pyggmlr_value_error")
+    expect_identical(conditionMessage(err),
+                     paste("ag_fit:", g, "holds an unusable training state", edits[[case]][[2]]),
+                     info = case)
+    expect_identical(hf_snap(b$m, b$opt), before, info = case)
+  }
+})
+
 test_that("resume_from's file errors name ag_fit and the argument, not an internal function", {
   set.seed(0)
   x <- matrix(runif(24), 3, 8)
