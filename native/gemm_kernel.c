@@ -169,8 +169,11 @@ static int direct_swap(int ta, int tb, int64_t m, int64_t n, int64_t k, int vl, 
  * tiles at 2 sets or fewer, from 32 at 4 (Zen 3, AVX2: docs/gemm.md). Same values: same bits. */
 static int direct_aliases(int64_t sa, int64_t cols, int nr)
 {
-    int64_t g = 4096;
-    for (int64_t r = sa % g; r;) { int64_t t = g % r; g = r, r = t; } /* gcd(sa, 4096) */
+    int64_t g = 4096, r = sa % g; /* g: gcd(sa, 4096), Euclid */
+    while (r) {
+        int64_t t = g % r;
+        g = r, r = t;
+    }
     int64_t sets = 4096 / g, tiles = (cols + nr - 1) / nr;
     return (sets <= 2 && tiles >= 8) || (sets <= 4 && tiles >= 32);
 }
@@ -225,7 +228,7 @@ static int direct_aliases(int64_t sa, int64_t cols, int nr)
         const T *pk = swap ? b : a;                                                                \
         const int64_t ldp = swap ? ldb : lda;                                                      \
         unsigned char buf_[32 * DK_KC * 4 + 64]; /* 2 VL rows x KC: 32 KiB either type */          \
-        const int copy = !pack && direct_aliases(sa * (int64_t)sizeof(T), S, nr2);                \
+        const int copy = !pack && direct_aliases(sa * (int64_t)sizeof(T), S, nr2);                 \
         T *buf = (T *)(((uintptr_t)buf_ + 63) & ~(uintptr_t)63);                                   \
         for (int64_t pc = 0; pc < k; pc += DK_KC) {                                                \
             int64_t kc = k - pc < DK_KC ? k - pc : DK_KC;                                          \

@@ -12,9 +12,10 @@ if not r.available():
 
 pytestmark = pytest.mark.parity  # embeds R (rpy2): not in the sanitized run, which cannot host R
 
-import pyggmlr as pg  # noqa: E402
 from _files import HISTORY_EDITS, edit_meta  # noqa: E402
 from _rclass import R_CLASS  # noqa: E402
+
+import pyggmlr as pg  # noqa: E402
 
 _X = np.linspace(-1, 1, 36).reshape(4, 9, order="F")
 _Y = np.array([0.0, 1, 2] * 3)

@@ -267,7 +267,6 @@ def test_resume_from_file_errors_name_ag_fit(tmp_path):
         fit(tmp_path)
 
 
-
 @pytest.mark.parametrize("case", sorted(HISTORY_EDITS))
 def test_resume_refuses_a_history_that_is_not_the_epochs_done(tmp_path, case):
     pg.ggml_set_seed(1)
