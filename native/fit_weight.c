@@ -53,8 +53,8 @@ static double *class_table(const double *ids, const double *cw, int64_t ncw, int
                            OP, pg_num(ids[i])),
                    NULL;
         if (ids[i] > max_id)
-            return pg_fail(PG_STATUS_ERR_VALUE, "%s: class_weight's class id %.15g is above %.0f",
-                           OP, ids[i], max_id),
+            return pg_fail(PG_STATUS_ERR_VALUE, "%s: class_weight's class id %s is above %.0f", OP,
+                           pg_num(ids[i]), max_id),
                    NULL;
         if ((int64_t)ids[i] + 1 > n) n = (int64_t)ids[i] + 1;
     }
