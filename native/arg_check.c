@@ -30,7 +30,7 @@ int pg_arg_int(const char *fn, const char *arg, double v, const double *lo, cons
     else if (!lo && !hi) snprintf(rng, sizeof rng, "an integer");
     else if (lo && (!hi || at_max)) snprintf(rng, sizeof rng, "an integer >= %.0f", *lo);
     else if (lo) snprintf(rng, sizeof rng, "an integer in [%.0f, %.0f]", *lo, *hi);
-    else snprintf(rng, sizeof rng, "an integer in [-Inf, %.0f]", *hi);
+    else snprintf(rng, sizeof rng, "an integer in [%s, %.0f]", pg_num(-HUGE_VAL), *hi);
     if (wrong_kind || !isfinite(v) || v != floor(v)) return refuse(fn, arg, rng, shown, wrong_kind);
     if ((lo && v < *lo) || (hi && v > *hi)) {
         if (at_max && v > *hi && !rule)
@@ -52,8 +52,8 @@ int pg_arg_num(const char *fn, const char *arg, double v, const double *lo, cons
         snprintf(rng, sizeof rng, "a finite number in %s%g, %g%s", lo_open ? "(" : "[", *lo, *hi,
                  hi_open ? ")" : "]");
     else
-        snprintf(rng, sizeof rng, "a finite number in %s-Inf, %g%s", lo_open ? "(" : "[", *hi,
-                 hi_open ? ")" : "]");
+        snprintf(rng, sizeof rng, "a finite number in %s%s, %g%s", lo_open ? "(" : "[",
+                 pg_num(-HUGE_VAL), *hi, hi_open ? ")" : "]");
     const int ok = !wrong_kind && isfinite(v) && (!lo || (lo_open ? v > *lo : v >= *lo)) &&
         (!hi || (hi_open ? v < *hi : v <= *hi));
     return ok ? 0 : refuse(fn, arg, rng, shown, wrong_kind);

@@ -83,14 +83,14 @@ static int r_na(double v)
     return (uint32_t)b == 1954;
 }
 
-const char *pg_fmt_num(char *buf, size_t n, double v)
+static const char *fmt_num(char *buf, size_t n, double v, int prec)
 {
     const int r = num_style;
     if (v != v) snprintf(buf, n, "%s", !r ? "nan" : r_na(v) ? "NA" : "NaN");
     else if (v > 1.7976931348623157e308) snprintf(buf, n, "%s", r ? "Inf" : "inf");
     else if (v < -1.7976931348623157e308) snprintf(buf, n, "%s", r ? "-Inf" : "-inf");
     else {
-        snprintf(buf, n, "%g", v);
+        snprintf(buf, n, "%.*g", prec, v);
         /* a whole number %g rounds (2^70: 1.18059e+21) keeps its value: every digit below 1e22
          * (Python's int of it), else the fewest digits that read back as v */
         if (v == floor(v) && strtod(buf, NULL) != v) {
@@ -104,6 +104,10 @@ const char *pg_fmt_num(char *buf, size_t n, double v)
     }
     return buf;
 }
+
+const char *pg_fmt_num(char *buf, size_t n, double v) { return fmt_num(buf, n, v, 6); }
+
+const char *pg_fmt_num15(char *buf, size_t n, double v) { return fmt_num(buf, n, v, 15); }
 
 const char *pg_num(double v)
 {

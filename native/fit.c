@@ -119,9 +119,10 @@ pg_fit *pg_fit_new_cols(pg_tensor *x, pg_tensor *y, const pg_fit_params *params)
                             "%s: nbatch_logical (%lld) must be a multiple of batch_size (%lld)", OP,
                             (long long)nbatch_logical, (long long)batch_size);
     if (!(val_split >= 0 && val_split < 1)) { /* R's format() of the number, in both languages */
-        char v[40];
+        char v[40]; /* the non-finite in each language's words (pg_fmt_num) */
         return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: val_split must be in [0, 1), got %s", OP,
-                            pg_format_r(v, sizeof v, val_split));
+                            isfinite(val_split) ? pg_format_r(v, sizeof v, val_split)
+                                                : pg_fmt_num(v, sizeof v, val_split));
     }
     int64_t n_val = (int64_t)nearbyint(val_split * (double)n); /* R's round(): halves to even */
     if (val_split > 0 && n_val < 1) n_val = 1;

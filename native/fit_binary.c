@@ -28,8 +28,8 @@ int pg_binary_count(const char *fn, const double *out, int64_t rows, int64_t n, 
     if (!ncorrect || !ndata || (n > 0 && (!out || !y)))
         return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL output, targets or count", F);
     if (!isfinite(threshold))
-        return pg_fail(PG_STATUS_ERR_VALUE, "%s: threshold must be a finite number, got %g", F,
-                       threshold);
+        return pg_fail(PG_STATUS_ERR_VALUE, "%s: threshold must be a finite number, got %s", F,
+                       pg_num(threshold));
     if (rows < 1 || n < 0 || yrows != rows)
         return pg_fail(PG_STATUS_ERR_SHAPE,
                        "%s: the model's output is [%lldx%lld] but y has %lld rows: give 0/1 "

@@ -130,8 +130,8 @@ static int check_params(const pg_early_stop_params *p)
         return pg_fail(PG_STATUS_ERR_VALUE, "%s: patience must be >= 1, got %lld", OP,
                        (long long)p->patience);
     if (!(p->min_delta >= 0) || isinf(p->min_delta))
-        return pg_fail(PG_STATUS_ERR_VALUE, "%s: min_delta must be a finite number >= 0, got %g",
-                       OP, p->min_delta);
+        return pg_fail(PG_STATUS_ERR_VALUE, "%s: min_delta must be a finite number >= 0, got %s",
+                       OP, pg_num(p->min_delta));
     if (p->mode < 0 || p->mode >= PG_MONITOR_MODE_COUNT)
         return pg_fail(PG_STATUS_ERR_VALUE, "%s: mode code %d is not a monitor mode", OP, p->mode);
     if (p->monitor < -1 || p->monitor >= PG_FIT_LOG_ALL ||
@@ -252,8 +252,8 @@ int pg_early_stop_set_state(pg_early_stop *es, double best, int64_t best_epoch, 
     if (isnan(best) || best_epoch < 0 || wait < 0)
         return pg_fail(PG_STATUS_ERR_VALUE,
                        "%s: the checkpoint's callback state is not usable (best, best_epoch, "
-                       "wait = %g, %lld, %lld)",
-                       OP, best, (long long)best_epoch, (long long)wait);
+                       "wait = %s, %lld, %lld)",
+                       OP, pg_num(best), (long long)best_epoch, (long long)wait);
     /* no best yet: the direction's start, whatever the file wrote for it */
     es->s.best = best_epoch ? best : (es->s.maximize ? -INFINITY : INFINITY);
     es->s.best_epoch = best_epoch;
@@ -342,8 +342,8 @@ int pg_checkpoint_set_state(pg_checkpoint *c, double best, int64_t best_epoch)
     if (isnan(best) || best_epoch < 0)
         return pg_fail(PG_STATUS_ERR_VALUE,
                        "%s: the checkpoint's callback state is not usable (best, best_epoch = "
-                       "%g, %lld)",
-                       CK, best, (long long)best_epoch);
+                       "%s, %lld)",
+                       CK, pg_num(best), (long long)best_epoch);
     return pg_early_stop_set_state(&c->m, best, best_epoch, 0);
 }
 

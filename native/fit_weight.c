@@ -52,9 +52,10 @@ static double *class_table(const double *ids, const double *cw, int64_t ncw, int
                            "0); got %s",
                            OP, pg_num(ids[i])),
                    NULL;
+        char id[40]; /* %.15g: 1000000000, not 1e+09; past it (2^70) its digits */
         if (ids[i] > max_id)
-            return pg_fail(PG_STATUS_ERR_VALUE, "%s: class_weight's class id %.15g is above %.0f",
-                           OP, ids[i], max_id),
+            return pg_fail(PG_STATUS_ERR_VALUE, "%s: class_weight's class id %s is above %.0f", OP,
+                           pg_fmt_num15(id, sizeof id, ids[i]), max_id),
                    NULL;
         if ((int64_t)ids[i] + 1 > n) n = (int64_t)ids[i] + 1;
     }

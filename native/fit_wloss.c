@@ -36,8 +36,8 @@ static int check_unit(int kind, const char *arg, const pg_tensor *t)
         for (int64_t i = 0; i < N; i++)
             if (!(v[i] >= 0 && v[i] <= 1))
                 return pg_fail(PG_STATUS_ERR_VALUE,
-                               "%s: %s must lie in [0, 1], got %g at [%lld, %lld] (0-based) of %s",
-                               op_name(kind), arg, (double)v[i], (long long)(i % R),
+                               "%s: %s must lie in [0, 1], got %s at [%lld, %lld] (0-based) of %s",
+                               op_name(kind), arg, pg_num((double)v[i]), (long long)(i % R),
                                (long long)(i / R), pg_desc(t));
     });
     return 0;

@@ -30,15 +30,15 @@ int pg_gradcheck_points(int dtype, double x0, double eps, double *xp, double *xm
     if (check_dtype(dtype)) return -1;
     if (!xp || !xm) return pg_fail(PG_STATUS_ERR_ARG, "ag_gradcheck: NULL output pointer");
     if (!(eps > 0) || !isfinite(eps))
-        return pg_fail(PG_STATUS_ERR_VALUE, "ag_gradcheck: eps must be a finite number > 0, got %g",
-                       eps);
+        return pg_fail(PG_STATUS_ERR_VALUE, "ag_gradcheck: eps must be a finite number > 0, got %s",
+                       pg_num(eps));
     *xp = stored(dtype, x0 + eps);
     *xm = stored(dtype, x0 - eps);
     if (!(*xp > *xm))
         return pg_fail(
             PG_STATUS_ERR_VALUE,
-            "ag_gradcheck: eps = %g is below the resolution of %s at %g; use a larger eps", eps,
-            dtype == PG_DTYPE_F32 ? "f32" : "f64", x0);
+            "ag_gradcheck: eps = %s is below the resolution of %s at %s; use a larger eps",
+            pg_num(eps), dtype == PG_DTYPE_F32 ? "f32" : "f64", pg_num(x0));
     return 0;
 }
 
@@ -51,7 +51,8 @@ int pg_gradcheck_judge(int dtype, const double *a, const double *fp, const doubl
         return -pg_fail(PG_STATUS_ERR_ARG, "ag_gradcheck: NULL array or negative count");
     if (!(atol >= 0) || !(rtol >= 0))
         return -pg_fail(PG_STATUS_ERR_VALUE,
-                        "ag_gradcheck: atol and rtol must be >= 0, got %g and %g", atol, rtol);
+                        "ag_gradcheck: atol and rtol must be >= 0, got %s and %s", pg_num(atol),
+                        pg_num(rtol));
     const double u = dtype == PG_DTYPE_F32 ? 0x1p-24 : 0x1p-53;
     int pass = a != NULL;
     double worst = a ? 0.0 : INFINITY;

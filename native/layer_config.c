@@ -162,12 +162,13 @@ static void squote(const char *s, char *out, size_t cap)
     snprintf(out, cap, "%s", q);
 }
 
-/* a value for a message: numbers as %.15g (the same in both languages, whatever printed them),
+/* a value for a message: numbers as pg_fmt_num15 (the same in both languages, whatever printed
+ * them; a huge whole number's digits),
  * strings quoted, containers as their (cut) source text */
 static void show(const pj_doc *d, int64_t v, char *out, size_t cap)
 {
     const pj_node *x = &d->nodes[v];
-    if (x->type == PJ_NUM) snprintf(out, cap, "%.15g", pj_number(d, x));
+    if (x->type == PJ_NUM) pg_fmt_num15(out, cap, pj_number(d, x));
     else if (x->type == PJ_STR) pj_qname(d->pool + x->str, out, cap);
     else pj_snippet(d, v, 60, out, cap);
 }
@@ -198,8 +199,10 @@ static void rule(const arg_spec *a, char *out, size_t cap)
     case PG_LAYER_ARG_SIZE: snprintf(out, cap, "a whole number in [1, 2147483647]"); break;
     case PG_LAYER_ARG_NUMBER:
         if (a->lo == -HUGE_VAL && a->hi == HUGE_VAL) snprintf(out, cap, "a finite number");
-        else if (a->hi == HUGE_VAL) snprintf(out, cap, "a number >= %g", a->lo);
-        else snprintf(out, cap, "a number in [%g, %g%c", a->lo, a->hi, a->hi_open ? ')' : ']');
+        else if (a->hi == HUGE_VAL) snprintf(out, cap, "a number >= %s", pg_num(a->lo));
+        else
+            snprintf(out, cap, "a number in [%s, %s%c", pg_num(a->lo), pg_num(a->hi),
+                     a->hi_open ? ')' : ']');
         break;
     case PG_LAYER_ARG_FLAG: snprintf(out, cap, "true or false"); break;
     case PG_LAYER_ARG_DIMS:

@@ -59,6 +59,16 @@ int pg_mem_model_dtypes(int model_dtype, int dtype, int x_dtype, int y_dtype)
     return 0;
 }
 
+int pg_mem_target_shape(int64_t out_rows, int64_t out_cols, int64_t y_rows, int64_t y_cols)
+{
+    if (out_rows == y_rows && out_cols == y_cols) return 0;
+    return pg_fail(PG_STATUS_ERR_SHAPE,
+                   "%s: y is [%lldx%lld] but the model's output is [%lldx%lld]; with the default "
+                   "loss_fn (ag_mse_loss) y must have the output's shape [outputs, batch]",
+                   FN, (long long)y_rows, (long long)y_cols, (long long)out_rows,
+                   (long long)out_cols);
+}
+
 pg_mem_estimate pg_mem_estimate_default(void)
 {
     pg_mem_estimate e;

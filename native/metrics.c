@@ -131,9 +131,9 @@ static int classes(const char *fn, int classify, double thr, const double *out, 
     for (int64_t j = 0; j < n; j++) {
         if (!(y[j] >= 0 && y[j] <= 1))
             return pg_fail(PG_STATUS_ERR_VALUE,
-                           "%s: binary targets must be in [0, 1] (0/1 labels), got %g at column "
+                           "%s: binary targets must be in [0, 1] (0/1 labels), got %s at column "
                            "%lld",
-                           fn, y[j], (long long)j + 1);
+                           fn, pg_num(y[j]), (long long)j + 1);
         t[j] = y[j] > 0.5;
         p[j] = out[j] > thr;
     }

@@ -237,10 +237,11 @@ pg_tensor *pg_mha_heads(pg_tensor *q, pg_tensor *k, pg_tensor *v, int64_t n_head
                             (long long)n_heads, (long long)q->ne[0]);
     if (pg_mha_check_inputs(q->ne[0], q, k, v)) return NULL;
     if (!(dropout_rate >= 0.0 && dropout_rate < 1.0))
-        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: dropout must be in [0, 1), got %g", MHA,
-                            dropout_rate);
+        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: dropout must be in [0, 1), got %s", MHA,
+                            pg_num(dropout_rate));
     if (!isfinite(scale))
-        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: scale must be finite, got %g", MHA, scale);
+        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: scale must be finite, got %s", MHA,
+                            pg_num(scale));
     const int drop = dropout_rate > 0.0;
     pg_tensor *out = pg_new(q->dtype, q->ne[0], q->ne[1], PG_MEM_CATEGORY_OTHER);
     pg_tensor *saved[2] = {NULL, NULL};

@@ -42,13 +42,13 @@ int pg_normalization_check(const pg_tensor *mean, const pg_tensor *variance, int
         const T *m = pg_data(mean), *v = pg_data(variance);
         for (int64_t i = 0; i < F && !rc; i++) {
             if (!isfinite(m[i]) || !isfinite(v[i]))
-                rc = pg_fail(PG_STATUS_ERR_VALUE, FN ": %s must be finite, got %g at feature %lld",
+                rc = pg_fail(PG_STATUS_ERR_VALUE, FN ": %s must be finite, got %s at feature %lld",
                              isfinite(m[i]) ? "variance" : "mean",
-                             (double)(isfinite(m[i]) ? v[i] : m[i]), (long long)(i + 1));
+                             pg_num((double)(isfinite(m[i]) ? v[i] : m[i])), (long long)(i + 1));
             else if (v[i] < 0)
                 rc = pg_fail(PG_STATUS_ERR_VALUE,
-                             FN ": variance must be >= 0, got %g at feature %lld (of %lld)",
-                             (double)v[i], (long long)(i + 1), (long long)F);
+                             FN ": variance must be >= 0, got %s at feature %lld (of %lld)",
+                             pg_num((double)v[i]), (long long)(i + 1), (long long)F);
         }
     });
     return rc;
@@ -154,8 +154,8 @@ pg_tensor *pg_normalization(pg_tensor *x, pg_tensor *mean, pg_tensor *variance, 
                             FN ": expected %lld features (rows), x is %s; x is [features, batch]",
                             (long long)mean->ne[0], pg_desc(x));
     if (!(eps >= 0) || !isfinite(eps))
-        return pg_fail_null(PG_STATUS_ERR_VALUE, FN ": eps must be a finite number >= 0, got %g",
-                            eps);
+        return pg_fail_null(PG_STATUS_ERR_VALUE, FN ": eps must be a finite number >= 0, got %s",
+                            pg_num(eps));
     if (pg_wants_grad(mean) || pg_wants_grad(variance))
         return pg_fail_null(PG_STATUS_ERR_VALUE,
                             FN ": mean / variance are buffers and must not require grad");

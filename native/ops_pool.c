@@ -19,11 +19,15 @@ static const char *def_name(int kind, int dims)
     return n[kind == PG_POOL_KIND_AVG][dims == 2];
 }
 
-/* "(a, b)" for dims 2, "a" for dims 1, as the user gave them (%.15g) */
+/* "(a, b)" for dims 2, "a" for dims 1, as the user gave them (pg_fmt_num15: Inf / NaN / NA in R's
+ * words, inf / nan in Python's) */
 static const char *show(char *buf, size_t n, const double *v, int dims)
 {
-    if (dims == 2) snprintf(buf, n, "(%.15g, %.15g)", v[0], v[1]);
-    else snprintf(buf, n, "%.15g", v[0]);
+    char a[40], b[40];
+    if (dims == 2)
+        snprintf(buf, n, "(%s, %s)", pg_fmt_num15(a, sizeof a, v[0]),
+                 pg_fmt_num15(b, sizeof b, v[1]));
+    else snprintf(buf, n, "%s", pg_fmt_num15(a, sizeof a, v[0]));
     return buf;
 }
 
@@ -57,9 +61,13 @@ int pg_image_of(pg_tensor *x, const double *shape, int dims, const char *fn, int
         int n = dims + 1;
         for (int i = 0; i < n; i++)
             if (!pg_is_whole(shape[i]) || shape[i] < 1 || shape[i] > 2147483647.0) {
+                char s0[40], s1[40], s2[40];
+                pg_fmt_num15(s0, sizeof s0, shape[0]);
+                pg_fmt_num15(s1, sizeof s1, shape[1]);
                 if (n == 3)
-                    snprintf(b, sizeof b, "(%.15g, %.15g, %.15g)", shape[0], shape[1], shape[2]);
-                else snprintf(b, sizeof b, "(%.15g, %.15g)", shape[0], shape[1]);
+                    snprintf(b, sizeof b, "(%s, %s, %s)", s0, s1,
+                             pg_fmt_num15(s2, sizeof s2, shape[2]));
+                else snprintf(b, sizeof b, "(%s, %s)", s0, s1);
                 return pg_fail(PG_STATUS_ERR_VALUE,
                                "%s: input_shape must be %d whole numbers >= 1 %s, got %s", fn, n,
                                n == 3 ? "(C, H, W)" : "(C, L)", b);

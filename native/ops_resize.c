@@ -30,13 +30,15 @@ static int mode_of(const char *fn, const char *mode, const char *const *names, i
                    names[1], got);
 }
 
-/* the given values as "(a, b, ...)" (%.15g) or "a" for one */
+/* the given values as "(a, b, ...)" (pg_fmt_num15) or "a" for one */
 static const char *show(char *buf, size_t cap, const double *v, int n)
 {
     size_t k = 0;
+    char num[40];
     if (n > 1) k += (size_t)snprintf(buf, cap, "(");
     for (int i = 0; i < n && k < cap; i++)
-        k += (size_t)snprintf(buf + k, cap - k, "%s%.15g", i ? ", " : "", v[i]);
+        k += (size_t)snprintf(buf + k, cap - k, "%s%s", i ? ", " : "",
+                              pg_fmt_num15(num, sizeof num, v[i]));
     if (n > 1 && k < cap) snprintf(buf + k, cap - k, ")");
     return buf;
 }

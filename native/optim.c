@@ -303,13 +303,13 @@ static int check_slot(const pg_optim *o, int64_t i, int s, const double *v, cons
                            where, nm, (long long)i + 1);
         if (p->dtype == PG_DTYPE_F32 && fabs(v[e]) > FLT_MAX)
             return pg_fail(PG_STATUS_ERR_VALUE,
-                           "%s: slot '%s' of parameter %lld holds %g, outside the f32 range", where,
-                           nm, (long long)i + 1, v[e]);
+                           "%s: slot '%s' of parameter %lld holds %s, outside the f32 range", where,
+                           nm, (long long)i + 1, pg_num(v[e]));
         if (o->kind == PG_OPTIM_KIND_ADAM && s == 1 && v[e] < 0)
             return pg_fail(PG_STATUS_ERR_VALUE,
-                           "%s: slot 'v' of parameter %lld has a negative entry (%g); second "
+                           "%s: slot 'v' of parameter %lld has a negative entry (%s); second "
                            "moments must be >= 0",
-                           where, (long long)i + 1, v[e]);
+                           where, (long long)i + 1, pg_num(v[e]));
     }
     return 0;
 }
@@ -396,8 +396,8 @@ int pg_values_fit(const double *v, int64_t n, int dtype, const char *what)
         if (isfinite(v[e]) && fabs(v[e]) > FLT_MAX)
             return pg_fail(
                 PG_STATUS_ERR_VALUE,
-                "%s holds %g (element %lld), outside the f32 range (magnitude at most %.8g)",
-                what ? what : "the value", v[e], (long long)e + 1, (double)FLT_MAX);
+                "%s holds %s (element %lld), outside the f32 range (magnitude at most %.8g)",
+                what ? what : "the value", pg_num(v[e]), (long long)e + 1, (double)FLT_MAX);
     return 0;
 }
 

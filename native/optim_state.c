@@ -102,7 +102,8 @@ static const char *show(char *buf, size_t n, const pg_host_value *v)
     case PG_HOST_ABSENT: return "NULL";
     case PG_HOST_BOOL: return v->num != 0 ? "TRUE" : "FALSE";
     case PG_HOST_NUM:
-    case PG_HOST_INT: return pg_format_r(buf, (int64_t)n, v->num);
+    case PG_HOST_INT: /* the non-finite in each language's words (pg_fmt_num) */
+        return isfinite(v->num) ? pg_format_r(buf, (int64_t)n, v->num) : pg_fmt_num(buf, n, v->num);
     default: return "?";
     }
 }

@@ -119,6 +119,8 @@ const char *pg_dtype_name(int dtype);
 /* a number for messages as the host prints it (pg_set_num_style): inf / nan in Python, Inf / NaN
  * / NA in R; else %g (a whole number %g rounds: its digits); returns buf */
 const char *pg_fmt_num(char *buf, size_t n, double v);
+/* pg_fmt_num with %.15g for the finite (the values a user gave, as the shape texts show them) */
+const char *pg_fmt_num15(char *buf, size_t n, double v);
 /* pg_fmt_num into one of 4 per-thread buffers (up to 4 numbers in one message) */
 const char *pg_num(double v);
 /* A text written piecewise into cap bytes, the texts both front ends print (History, progress,

@@ -66,6 +66,10 @@ int pg_mem_optim_parse(const char *name, const char *shown, int *optim);
  * PG_STATUS_ERR_DTYPE naming ag_estimate_training_memory(), the argument and both dtypes (the
  * forward failed later in an inner layer's words). */
 int pg_mem_model_dtypes(int model_dtype, int dtype, int x_dtype, int y_dtype);
+/* ag_estimate_training_memory(model =)'s y under the default loss_fn (ag_mse_loss): the model's
+ * output shape [out_rows x out_cols], before the loss runs. PG_STATUS_ERR_SHAPE naming
+ * ag_estimate_training_memory() and both shapes (the loss failed in ag_mse_loss's words). */
+int pg_mem_target_shape(int64_t out_rows, int64_t out_cols, int64_t y_rows, int64_t y_cols);
 
 /* where the activations come from */
 enum pg_mem_source {

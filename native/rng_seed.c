@@ -34,7 +34,8 @@ int pg_seed_parse(const pg_seed_arg *a, int32_t *out)
     const char *none = a->null_name ? a->null_name : "NULL";
     if (a->kind == PG_SEED_STRING && a->s) pj_qname(a->s, shown, sizeof shown);
     else if (a->shown) snprintf(shown, sizeof shown, "%s", a->shown);
-    else pg_format_r(shown, sizeof shown, a->v);
+    else if (isfinite(a->v)) pg_format_r(shown, sizeof shown, a->v);
+    else pg_fmt_num(shown, sizeof shown, a->v); /* Python's inf / nan, R's Inf / NaN / NA */
     if (a->kind != PG_SEED_NUMBER && a->kind != PG_SEED_STRING) /* a logical, a vector, ... */
         return pg_fail(PG_STATUS_ERR_ARG, "%s: %s must be a single non-NA integer (or %s). Got %s.",
                        a->fn, a->arg, none, shown);

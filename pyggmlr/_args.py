@@ -46,10 +46,10 @@ def r_num(v) -> str:
 
 def show(v, kind=True):
     """v in an error text as R's .arg_show shows it: one line, at most 80 characters, an int past
-    a double as R's 1e400 (Inf; spelled out it ran to 400 digits); the type first for the wrong
-    kind."""
+    a double as the double it reads as (R's 1e400: inf in Python's words, as the core's texts
+    write it; spelled out it ran to 400 digits); the type first for the wrong kind."""
     if kind and isinstance(v, numbers.Integral) and math.isinf(as_float(v)):
-        return "Inf" if as_float(v) > 0 else "-Inf"
+        return "inf" if as_float(v) > 0 else "-inf"
     s = " ".join((repr(v) if kind else f"{type(v).__name__} {v!r}").split())
     return s if len(s) <= 80 else s[:77] + "..."
 
@@ -98,10 +98,15 @@ def check_num(v, fn, arg, lo=None, hi=None, lo_open=False, hi_open=False):
 
 
 def match_arg(v, choices, fn, arg):
-    """v when it is one of choices; else R's .arg_match text (match.arg's, as ggmlR's: issue 29),
-    an ArgumentError for a non-string, a PyggmlrValueError for another string."""
+    """The choice v names, as R's .arg_match (match.arg's pmatch, as ggmlR's: issue 29): v itself,
+    else the one choice v is a prefix of ("def": "default"); an empty or ambiguous prefix is
+    refused with match.arg's text, an ArgumentError for a non-string, a PyggmlrValueError for
+    another string."""
     if isinstance(v, str) and v in choices:
         return v
+    hits = [c for c in choices if c.startswith(v)] if isinstance(v, str) and v else []
+    if len(hits) == 1:
+        return hits[0]
     quoted = ", ".join(f"\u201c{c}\u201d" for c in choices)
     msg = f"{fn}: 'arg' should be one of {quoted} ({arg} = {v!r})"
     raise (PyggmlrValueError if isinstance(v, str) else ArgumentError)(msg[:300])

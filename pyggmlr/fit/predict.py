@@ -62,8 +62,8 @@ def ag_predict(
             ffi.cast("double *", res.ctypes.data), rows,
         )
     )  # fmt: skip
-    if kind[0] == lib.PG_PREDICT_PROB:
-        return res
+    if kind[0] == lib.PG_PREDICT_PROB:  # in the model's dtype, as "response" (f32: float32)
+        return res.astype(out.dtype, copy=False)
     # the core wrote [rows[0], n] column-major at the buffer's start
     ids = res.ravel(order="F")[: rows[0] * o.shape[1]].reshape(rows[0], o.shape[1], order="F")
     ids = ids[0] if rows[0] == 1 else ids  # one class a sample: a vector of n

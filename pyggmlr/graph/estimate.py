@@ -170,7 +170,8 @@ def _measure_step(model, x, input_shape, y, loss_fn, batch_size, dtype_code, sta
         _core.check(
             lib.pg_fit_model_fail(fn.encode(), 0, type(model).__name__.encode())
         )  # R's text
-    if loss_fn is None:
+    mse = loss_fn is None  # the default loss: y must have the output's shape (the core's check)
+    if mse:
         loss_fn = ag_mse_loss
     elif not callable(loss_fn):
         raise ArgumentError(
@@ -229,6 +230,8 @@ def _measure_step(model, x, input_shape, y, loss_fn, batch_size, dtype_code, sta
                     )
                 if ya is None:  # zeros target, made while recording: a constant of the graph
                     ya = _wrap_new(lib.pg_tensor_dtype(out._p), out.nrow, out.ncol)
+                elif mse:
+                    _core.check(lib.pg_mem_target_shape(out.nrow, out.ncol, ya.nrow, ya.ncol))
                 return loss_fn(out, ya)
 
             step = ag_compile(step_fn, xt, *([] if y is None else [yt]), build="grad")
@@ -258,6 +261,8 @@ def _measure_step(model, x, input_shape, y, loss_fn, batch_size, dtype_code, sta
                     extra += _nbytes(y._p)
                 else:
                     yt = _as_tensor(y, fn, code=lib.pg_tensor_dtype(out._p))
+                if mse:  # else ag_mse_loss's words: the estimate's, with both shapes
+                    _core.check(lib.pg_mem_target_shape(out.nrow, out.ncol, yt.nrow, yt.ncol))
                 loss = loss_fn(out, yt)
             grads = backward(loss)
             peak = _raw_stats().peak - base
@@ -336,6 +341,10 @@ def ag_estimate_training_memory(
             raise ArgumentError(f"{fn}: with model=, give x= (a batch) or input_shape=")
         if x is not None and input_shape is not None:  # input_shape was ignored
             raise ArgumentError(f"{fn}: with model=, give x= (a batch) or input_shape=, not both")
+        if shapes is not None:  # shapes were ignored: the model's parameters are counted
+            raise ArgumentError(
+                f"{fn}: with model=, the parameters are the model's; leave shapes= out"
+            )
         if dtype is None:
             params = _model_params(model)
             dcode = lib.pg_tensor_dtype(params[0]._p) if params else lib.pg_default_dtype()

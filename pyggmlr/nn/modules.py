@@ -177,10 +177,8 @@ class ag_linear(Module):
             raise PyggmlrValueError("ag_linear: gain must be a single finite number")  # ggmlR's
         gain = float(gain)
         if isinstance(init, str):
-            # R's match.arg: a unique prefix ("orth") names an init
-            hits = [k for k in _INITS if k.startswith(init)] if init else []
-            init = init if init in _INITS or len(hits) != 1 else hits[0]
-            init = match_arg(init, _INITS, "ag_linear", "init")  # R's text (match.arg's)
+            # R's match.arg: a unique prefix ("orth") names an init; R's text
+            init = match_arg(init, _INITS, "ag_linear", "init")
             w = (
                 _glorot(n_out, n_in, math.sqrt(6.0 / (n_in + n_out)))
                 if init == "glorot_uniform"

@@ -180,7 +180,7 @@ class lr_scheduler_cyclic(_Schedule):
         mode: str = "triangular",
         gamma: float = 1,
     ) -> None:
-        match_arg(mode, self._MODES, self._name, "mode")
+        mode = match_arg(mode, self._MODES, self._name, "mode")  # "triangular2" or a prefix
         up = _whole(step_size_up, self._name, "step_size_up")
         down = (
             up if step_size_down is None else _whole(step_size_down, self._name, "step_size_down")
@@ -223,7 +223,9 @@ class lr_scheduler_onecycle(_Schedule):
         base_momentum: float = 0.85,
         max_momentum: float = 0.95,
     ) -> None:
-        match_arg(anneal_strategy, ("cos", "linear"), self._name, "anneal_strategy")
+        anneal_strategy = match_arg(
+            anneal_strategy, ("cos", "linear"), self._name, "anneal_strategy"
+        )
         if check_flag(cycle_momentum, self._name, "cycle_momentum"):
             self._mom_field = (
                 "momentum"
@@ -366,7 +368,7 @@ def check_grad_anomaly(
     counts None). Rows other than ok/missing make a message "gradient anomaly detected in k
     parameter(s):" that action "warn" warns (RuntimeWarning), "stop" raises
     (PyggmlrValueError) and "silent" keeps to itself. ggmlR 0.8.3."""
-    match_arg(action, ("warn", "stop", "silent"), "check_grad_anomaly", "action")
+    action = match_arg(action, ("warn", "stop", "silent"), "check_grad_anomaly", "action")
     # then max_abs, as R's (issue 29): a wrong kind an ArgumentError, NaN a bad value
     if max_abs is not None:
         msg = f"check_grad_anomaly: max_abs must be None or a single number, got {max_abs!r}"

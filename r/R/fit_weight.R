@@ -9,9 +9,7 @@
   if (!is.numeric(v) || is.factor(v))  # Python's words
     .arg_fail("argument", "ag_fit: sample_weight must be numeric, got %s", class(v)[[1L]])
   .Call(R_pg_fit_weight_shape, v)
-  v <- as.double(v)
-  v[is.na(v)] <- NaN  # NA: the core's "must be finite" names it
-  v
+  as.double(v)  # NA kept: the core's "must be finite" names it as NA (pg_fmt_num)
 }
 
 # class_weight: list(ids, weights) for the core (ids NULL: 0-based class ids in order), or NULL.
@@ -23,8 +21,7 @@
   if (!is.numeric(v) || is.factor(v) || length(dim(v)) > 1L)
     .arg_fail("argument", paste("ag_fit: class_weight must be a numeric vector named by class,",
                                 "or of weights in class-id order, got %s"), .arg_show(v))
-  w <- as.double(v)
-  w[is.na(w)] <- NaN  # NA: the core's "must be finite" names its class
+  w <- as.double(v)  # NA kept: the core's "must be finite" names its class, and NA (pg_fmt_num)
   if (is.null(names(v))) return(list(NULL, w))
   list(.Call(R_pg_fit_class_keys, enc2utf8(names(v)), if (is.factor(y)) levels(y)), w)
 }

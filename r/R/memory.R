@@ -49,6 +49,8 @@ ag_estimate_training_memory <- function(shapes = NULL, batch_size = 32L,
       .arg_stop(sprintf("%s: with model =, give x = (a batch) or input_shape =", fn))
     if (!is.null(x) && !is.null(input_shape))  # input_shape was ignored
       .arg_stop(sprintf("%s: with model =, give x = (a batch) or input_shape =, not both", fn))
+    if (!is.null(shapes))  # shapes were ignored: the model's parameters are counted
+      .arg_stop(sprintf("%s: with model =, the parameters are the model's; leave shapes = out", fn))
     if (is.null(dtype)) {
       p <- .mem_model_params(model)
       dtype <- if (length(p)) p[[1L]]$dtype else ag_default_dtype()

@@ -30,7 +30,8 @@
   params <- .mem_model_params(model)
   weights <- sum(vapply(params, .nbytes, numeric(1)))
   n_params <- sum(vapply(params, function(t) prod(as.double(dim(t))), numeric(1)))
-  if (is.null(loss_fn)) loss_fn <- ag_mse_loss
+  mse <- is.null(loss_fn)  # the default loss: y must have the output's shape (the core's check)
+  if (mse) loss_fn <- ag_mse_loss
   if (!is.function(loss_fn))
     .arg_fail("argument", "%s: loss_fn must be a function(out, y) or NULL, got %s", fn,
               class(loss_fn)[[1L]])
@@ -72,7 +73,7 @@
       if (is.null(ya)) {  # a zeros target made while recording: a constant of the graph
         od <- dim(out)
         ya <- ag_tensor(matrix(0, od[1L], od[2L]), dtype = out$dtype)
-      }
+      } else if (mse) .Call(R_pg_mem_target_shape, as.double(c(dim(out), dim(ya))))
       loss_fn(out, ya)
     }
     g <- attr(do.call(ag_compile, c(list(step_fn, xt), if (!is.null(yt)) list(yt),
@@ -89,6 +90,8 @@
       yt <- if (is.null(y)) ag_tensor(matrix(0, od[1L], od[2L]), dtype = out$dtype)
             else if (is_ag_tensor(y)) { extra <- extra + .nbytes(y); y } else ag_tensor(y,
                 dtype = out$dtype)
+      # else ag_mse_loss's words: the estimate's, with both shapes
+      if (mse) .Call(R_pg_mem_target_shape, as.double(c(od, dim(yt))))
       loss <- loss_fn(out, yt)
     })
     grads <- backward(loss)

@@ -107,6 +107,7 @@ extern SEXP R_pg_memory_cached(void);
 extern SEXP R_pg_estimate_params(SEXP);
 extern SEXP R_pg_mem_optim_parse(SEXP, SEXP);
 extern SEXP R_pg_mem_model_dtypes(SEXP);
+extern SEXP R_pg_mem_target_shape(SEXP);
 extern SEXP R_pg_mem_estimate(SEXP, SEXP);
 extern SEXP R_pg_memory_report(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_memory_trim(void);
@@ -384,6 +385,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_estimate_params", (DL_FUNC)&R_pg_estimate_params, 1},
     {"R_pg_mem_optim_parse", (DL_FUNC)&R_pg_mem_optim_parse, 2},
     {"R_pg_mem_model_dtypes", (DL_FUNC)&R_pg_mem_model_dtypes, 1},
+    {"R_pg_mem_target_shape", (DL_FUNC)&R_pg_mem_target_shape, 1},
     {"R_pg_mem_estimate", (DL_FUNC)&R_pg_mem_estimate, 2},
     {"R_pg_memory_report", (DL_FUNC)&R_pg_memory_report, 4},
     {"R_pg_memory_trim", (DL_FUNC)&R_pg_memory_trim, 0},

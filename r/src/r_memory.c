@@ -82,6 +82,16 @@ SEXP R_pg_mem_model_dtypes(SEXP codes)
     return R_NilValue;
 }
 
+/* ag_estimate_training_memory(model =)'s y against the output under the default loss_fn: the
+ * core's rule and text (dims: out rows, out cols, y rows, y cols) */
+SEXP R_pg_mem_target_shape(SEXP dims)
+{
+    if (TYPEOF(dims) != REALSXP || XLENGTH(dims) != 4) Rf_error("R_pg_mem_target_shape: 4 doubles");
+    const double *d = REAL(dims);
+    r_check(pg_mem_target_shape((int64_t)d[0], (int64_t)d[1], (int64_t)d[2], (int64_t)d[3]));
+    return R_NilValue;
+}
+
 /* The budget, note and report of one estimate (pg_mem_budget_of / pg_mem_estimate_text). ints:
  * optim, accumulate, dtype, source, batch; dbl: params, activation_frac and the measured
  * weights, gradients, activations. */

@@ -19,7 +19,7 @@ void test_arg_check(void)
     CHECK_ERR(pg_arg_int("f", "n", 11, &neg, &ten, NULL, "11", 0), PG_STATUS_ERR_VALUE,
               "f: n must be an integer in [-5, 10], got 11");
     CHECK_ERR(pg_arg_int("f", "n", 11, NULL, &ten, NULL, "11", 0), PG_STATUS_ERR_VALUE,
-              "must be an integer in [-Inf, 10], got 11");
+              "must be an integer in [-inf, 10], got 11");
     CHECK_ERR(pg_arg_int("f", "n", 0.5, NULL, NULL, NULL, "0.5", 0), PG_STATUS_ERR_VALUE,
               "must be an integer, got 0.5");
     CHECK_ERR(pg_arg_int("f", "n", 3e9, &one, &imax, "a size", "3e9", 0), PG_STATUS_ERR_VALUE,
@@ -42,7 +42,7 @@ void test_arg_check(void)
     CHECK_ERR(pg_arg_num("f", "p", INFINITY, NULL, NULL, 0, 0, "Inf", 0), PG_STATUS_ERR_VALUE,
               "f: p must be a finite number, got Inf");
     CHECK_ERR(pg_arg_num("f", "p", 2, NULL, &one, 0, 0, "2", 0), PG_STATUS_ERR_VALUE,
-              "must be a finite number in [-Inf, 1], got 2");
+              "must be a finite number in [-inf, 1], got 2");
     CHECK_ERR(pg_arg_num("f", "p", 0, &zero, &one, 1, 0, "TRUE", 1), PG_STATUS_ERR_ARG,
               "f: p must be a finite number in (0, 1], got TRUE");
 }

@@ -267,7 +267,7 @@ void test_seed_rule(void)
     CHECK_ERR(pg_seed_parse(&a, &s), PG_STATUS_ERR_VALUE, "not a valid integer, got 1.5e+10");
     a.v = NAN;
     CHECK_ERR(pg_seed_parse(&a, &s), PG_STATUS_ERR_VALUE,
-              "ggml_set_seed: `seed` must be a single non-NA integer (or NULL). Got NaN.");
+              "ggml_set_seed: `seed` must be a single non-NA integer (or NULL). Got nan.");
     a.kind = PG_SEED_STRING, a.s = " 3.9 ";
     CHECK(pg_seed_parse(&a, &s) == 0 && s == 3);
     a.s = "1e3";

@@ -93,6 +93,10 @@ static void test_optim_names(void)
               "ag_estimate_training_memory(): dtype is \"f64\" but the model's parameters are f32");
     CHECK_ERR(pg_mem_model_dtypes(PG_DTYPE_F64, PG_DTYPE_F64, -1, PG_DTYPE_F32),
               PG_STATUS_ERR_DTYPE, "y is an f32 tensor but the model's parameters are f64");
+    CHECK(pg_mem_target_shape(4, 8, 4, 8) == 0);
+    CHECK_ERR(pg_mem_target_shape(4, 8, 2, 8), PG_STATUS_ERR_SHAPE,
+              "ag_estimate_training_memory(): y is [2x8] but the model's output is [4x8]; with "
+              "the default loss_fn (ag_mse_loss) y must have the output's shape [outputs, batch]");
     CHECK(pg_mem_optim_parse("sgd_p", NULL, &o) == 0 && o == PG_MEM_OPTIM_SGD_PLAIN);
     CHECK(pg_mem_optim_parse("ad", NULL, &o) == 0 && o == PG_MEM_OPTIM_ADAM);
     CHECK_ERR(pg_mem_optim_parse("rmsprop", NULL, &o), PG_STATUS_ERR_VALUE,

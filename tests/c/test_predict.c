@@ -56,7 +56,11 @@ static void transform(void)
     CHECK(!strcmp(pg_fmt_num(nb, sizeof nb, 1180591620717411303424.0), "1180591620717411303424"));
     CHECK(!strcmp(pg_fmt_num(nb, sizeof nb, 1e300), "1e+300"));
     CHECK(!strcmp(pg_fmt_num(nb, sizeof nb, 0.25), "0.25"));
+    CHECK(!strcmp(pg_fmt_num15(nb, sizeof nb, 1.23456789), "1.23456789"));
+    CHECK(!strcmp(pg_fmt_num15(nb, sizeof nb, 1180591620717411303424.0), "1180591620717411303424"));
+    CHECK(!strcmp(pg_fmt_num15(nb, sizeof nb, -INFINITY), "-inf"));
     CHECK(pg_set_num_style(1) == 0);
+    CHECK(!strcmp(pg_fmt_num15(nb, sizeof nb, NAN), "NaN"));
     const uint64_t na_bits = 0x7FF00000000007A2ull; /* R's NA_real_ */
     double na;
     memcpy(&na, &na_bits, sizeof na);

@@ -92,7 +92,7 @@ def test_argument_checks_live_in_one_module_with_their_texts():
         _args.check_int(True, "f", "n", 1)
     with pytest.raises(pg.PyggmlrValueError, match=r"^f: n must be an integer in \[0, 4\], got 5$"):
         _args.check_int(5, "f", "n", 0, 4)
-    with pytest.raises(pg.PyggmlrValueError, match=r"^f: n must be an integer in \[-Inf, 4\]"):
+    with pytest.raises(pg.PyggmlrValueError, match=r"^f: n must be an integer in \[-inf, 4\]"):
         _args.check_int(5, "f", "n", None, 4)
     with pytest.raises(pg.PyggmlrValueError, match=r"^f: n must be one of the words, got nan$"):
         _args.check_int(float("nan"), "f", "n", 0, rule="one of the words")

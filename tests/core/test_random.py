@@ -259,7 +259,7 @@ def test_errors_carry_r_messages_and_change_nothing():
     for bad in (1.5e10, float("inf"), -(2.0**31)):
         with pytest.raises(pg.PyggmlrValueError, match="supplied seed is not a valid integer"):
             pg.ggml_set_seed(bad)
-    with pytest.raises(pg.PyggmlrValueError, match="single non-NA integer .or None.. Got NaN."):
+    with pytest.raises(pg.PyggmlrValueError, match="single non-NA integer .or None.. Got nan."):
         pg.ggml_set_seed(float("nan"))
     for bad in (True, [1, 2]):  # not one number: the wrong kind, as R's TRUE and c(1, 2)
         with pytest.raises(pg.ArgumentError, match="single non-NA integer"):

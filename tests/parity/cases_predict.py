@@ -21,11 +21,13 @@ def _crc(strings):
     return np.array([float(zlib.crc32(str(s).encode("utf-8"))) for s in strings])
 
 
-def _record(response, prob, codes, labels, loss):
+def _record(response, prob, codes, labels, loss, dtype):
+    # "prob" in the model's dtype (Python's float32 for f32; R's doubles rounded to it)
+    pdt = np.float32 if dtype == "f32" else np.float64
     return [
         {
             "response": np.asarray(response, dtype=np.float64),
-            "prob": np.asarray(prob, dtype=np.float64),
+            "prob": np.asarray(prob, dtype=pdt).astype(np.float64),
             "class": np.asarray(codes, dtype=np.float64),
             "labels": _crc(labels),
             "loss": _crc([loss]),
@@ -33,7 +35,7 @@ def _record(response, prob, codes, labels, loss):
     ]
 
 
-def _py_load(d, path):
+def _py_load(d, path, dtype):
     """Python reads the file alone."""
     import pyggmlr as pg
 
@@ -42,7 +44,12 @@ def _py_load(d, path):
     labels = list(m.classes_)
     codes = [labels.index(c) for c in cl]
     return _record(
-        pg.ag_predict(m, d["x"]), pg.ag_predict(m, d["x"], type="prob"), codes, labels, m.loss_
+        pg.ag_predict(m, d["x"]),
+        pg.ag_predict(m, d["x"], type="prob"),
+        codes,
+        labels,
+        m.loss_,
+        dtype,
     )
 
 
@@ -52,7 +59,7 @@ def _r_to_py(d, steps, dtype):
     path = _io_tmp()
     try:
         call_r_arch("parity_predict_save", s["arch"], d, dtype=dtype, loss=s["loss"], path=path)
-        return with_dtype(dtype, lambda: _py_load(d, path))
+        return with_dtype(dtype, lambda: _py_load(d, path, dtype))
     finally:
         os.unlink(path)
 
@@ -92,6 +99,7 @@ def _py_to_r(d, steps, dtype):
         r_values(res["class"]),
         labels,
         res["loss"],
+        dtype,
     )
 
 

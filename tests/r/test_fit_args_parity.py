@@ -75,7 +75,8 @@ def _idiom(msg):
             .replace("distributed must be True or False", "distributed must be TRUE or FALSE")
             .replace("static must be True, False or None", "static must be TRUE, FALSE or NULL")
             .replace("(x_val,) or an", "(x_val) or an")
-            .replace("a tuple (x_val", "a list (x_val"))  # fmt: skip
+            .replace("a tuple (x_val", "a list (x_val")
+            .replace("val_split must be in [0, 1), got nan", "val_split must be in [0, 1), got NaN"))  # fmt: skip
 
 
 @pytest.mark.parametrize("kw, code, exc", _CASES, ids=[c[1] for c in _CASES])

@@ -53,23 +53,26 @@ _CASES = [  # (id, Python call, R call, Python type, Python text, R text or None
      lambda: pg.ag_evaluate(_m(), _X, _Y, threshold=np.nan, metrics="accuracy"),
      'ag_evaluate(m, x, y, threshold = NaN, metrics = "accuracy")', pg.PyggmlrValueError,
      _FIN.format("ag_evaluate", "nan"), _FIN.format("ag_evaluate", "NaN")),
-    ("accuracy threshold NaN",  # R refused NaN as not a number (an ArgumentError)
+    ("accuracy threshold NaN",  # R refused NaN as not a number (an ArgumentError), then "nan"
      lambda: pg.ag_accuracy(_m(), _X, _Y, threshold=np.nan),
      "ag_accuracy(m, x, y, threshold = NaN)", pg.PyggmlrValueError,
-     _FIN.format("ag_accuracy", "nan"), None),
-    ("accuracy threshold -1e400", lambda: pg.ag_accuracy(_m(), _X, _Y, threshold=-(10**400)),
+     _FIN.format("ag_accuracy", "nan"), _FIN.format("ag_accuracy", "NaN")),
+    ("accuracy threshold -1e400",  # R said -inf (the core's %g)
+     lambda: pg.ag_accuracy(_m(), _X, _Y, threshold=-(10**400)),
      "ag_accuracy(m, x, y, threshold = -1e400)", pg.PyggmlrValueError,
-     _FIN.format("ag_accuracy", "-inf"), None),
+     _FIN.format("ag_accuracy", "-inf"), _FIN.format("ag_accuracy", "-Inf")),
     ("evaluate threshold ids",  # both named ag_accuracy
      lambda: pg.ag_evaluate(_m(), _X, _Y, threshold=0, metrics="accuracy"),
      'ag_evaluate(m, x, y, threshold = 0, metrics = "accuracy")', pg.ShapeError,
      "ag_evaluate: the model's output is [2x4] but y has 1 rows: give 0/1 targets of the "
      "output's shape", None),
-    ("seed 1e400", lambda: pg.ggml_set_seed(10**400), "ggml_set_seed(1e400)",
-     pg.PyggmlrValueError, "ggml_set_seed: supplied seed is not a valid integer, got Inf", None),
+    ("seed 1e400", lambda: pg.ggml_set_seed(10**400), "ggml_set_seed(1e400)",  # each its words
+     pg.PyggmlrValueError, "ggml_set_seed: supplied seed is not a valid integer, got inf",
+     "ggml_set_seed: supplied seed is not a valid integer, got Inf"),
     ("loader seed 1e400", lambda: pg.ag_dataloader(_X, seed=10**400),
      "ag_dataloader(x, seed = 1e400)", pg.PyggmlrValueError,
-     "ag_dataloader: supplied seed is not a valid integer, got Inf", None),
+     "ag_dataloader: supplied seed is not a valid integer, got inf",
+     "ag_dataloader: supplied seed is not a valid integer, got Inf"),
     ("tape_memory quiet",  # Python never checked quiet
      lambda: pg.ag_tape_memory(quiet="a"), 'ag_tape_memory(quiet = "a")', pg.ArgumentError,
      "ag_tape_memory: quiet must be True or False, got str 'a'",

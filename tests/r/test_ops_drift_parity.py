@@ -85,9 +85,10 @@ _CASES = [  # (id, Python call on x, R call on x, Python type, Python text, R te
      "ag_huber_loss: delta must be a finite number > 0, got inf",
      "ag_huber_loss: delta must be a finite number > 0, got Inf"),
     ("reshape -1e400", lambda x: pg.ag_reshape(x, -(10**400)), "ag_reshape(x, -1e400)",
-     pg.PyggmlrValueError, _RESHAPE + ", got -Inf", None),  # Python spelled out 400 digits
+     pg.PyggmlrValueError, _RESHAPE + ", got -inf", _RESHAPE + ", got -Inf"),  # 400 digits
     ("eps 1e400", lambda x: pg.ag_batch_norm(3, eps=10**400), "ag_batch_norm(3, eps = 1e400)",
-     pg.PyggmlrValueError, "ag_batch_norm: eps must be a finite number >= 0, got Inf", None),
+     pg.PyggmlrValueError, "ag_batch_norm: eps must be a finite number >= 0, got inf",
+     "ag_batch_norm: eps must be a finite number >= 0, got Inf"),
     ("label_smoothing 1e400",
      lambda x: pg.ag_softmax_cross_entropy_loss(x, [0, 1, 1], label_smoothing=10**400),
      f"{_CE}(x, c(0, 1, 1), label_smoothing = 1e400)", pg.PyggmlrValueError,

@@ -40,9 +40,10 @@ _OK = [
 ]
 
 
-def _idiom(msg):
+def _idiom(msg):  # R's words for Python's (the core's: inf / nan, R's Inf / NaN)
     return (msg.replace("(or None)", "(or NULL)").replace("Got True.", "Got TRUE.")
-            .replace("Got [1, 2].", "Got c(1, 2)."))  # fmt: skip
+            .replace("Got [1, 2].", "Got c(1, 2).").replace("Got nan.", "Got NaN.")
+            .replace("got inf", "got Inf"))  # fmt: skip
 
 
 @pytest.mark.parametrize("fn", list(_CALLS))

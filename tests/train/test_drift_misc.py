@@ -67,15 +67,15 @@ def test_threshold_must_be_finite():
 
 
 def test_seed_past_a_double_is_inf():
-    """10**400 raised OverflowError; R's 1e400 is Inf"""
+    """10**400 raised OverflowError; R's 1e400 is Inf, inf in Python's words (the core's)"""
     refused(lambda: pg.ggml_set_seed(10**400), PyggmlrValueError,
-             "ggml_set_seed: supplied seed is not a valid integer, got Inf")  # fmt: skip
+             "ggml_set_seed: supplied seed is not a valid integer, got inf")  # fmt: skip
     refused(lambda: pg.ggml_set_seed(-(10**400)), PyggmlrValueError,
-             "ggml_set_seed: supplied seed is not a valid integer, got -Inf")  # fmt: skip
+             "ggml_set_seed: supplied seed is not a valid integer, got -inf")  # fmt: skip
     refused(lambda: pg.ag_dataloader(_X, seed=10**400), PyggmlrValueError,
-             "ag_dataloader: supplied seed is not a valid integer, got Inf")  # fmt: skip
+             "ag_dataloader: supplied seed is not a valid integer, got inf")  # fmt: skip
     refused(lambda: pg.random.runif(10**400), PyggmlrValueError,
-             "runif: n must be a count >= 0 (or a sequence, whose length is used), got Inf")  # fmt: skip
+             "runif: n must be a count >= 0 (or a sequence, whose length is used), got inf")  # fmt: skip
     assert pg.ggml_set_seed(2**31 - 1) == 2**31 - 1
 
 

@@ -79,9 +79,15 @@ def test_sigmoid_extremes_are_finite():
             return x
 
     x = np.array([[-800.0, -40.0, 0.0, 40.0, 800.0]])
-    p = pg.ag_predict(Fixed(), x, type="prob")
-    assert p[0, 0] == 0.0 and p[0, 4] == 1.0 and p[0, 2] == 0.5
+    prev = pg.ag_dtype("f64")  # "prob" is in the model's dtype (a model without parameters: this)
+    try:
+        p = pg.ag_predict(Fixed(), x, type="prob")
+    finally:
+        pg.ag_dtype(prev)
+    assert p.dtype == np.float64 and p[0, 0] == 0.0 and p[0, 4] == 1.0 and p[0, 2] == 0.5
     np.testing.assert_allclose(p[0, 1], np.exp(-40.0) / (1 + np.exp(-40.0)), rtol=1e-15)
+    p32 = pg.ag_predict(Fixed(), x, type="prob")
+    assert p32.dtype == np.float32 and p32[0, 1] == np.float32(p[0, 1])
     assert list(pg.ag_predict(Fixed(), x, type="class")) == [0, 0, 0, 1, 1]  # > 0, not >= 0
 
 

@@ -40,9 +40,9 @@ test_that("a threshold must be finite; NaN is a number, NA is not", {
   misc_refused(ag_evaluate(misc_model(), x, y, threshold = NaN, metrics = "accuracy"),
                "pyggmlr_value_error", sprintf(fin, "ag_evaluate", "NaN"))
   misc_refused(ag_accuracy(misc_model(), x, y, threshold = -1e400), "pyggmlr_value_error",
-               sprintf(fin, "ag_accuracy", "-inf"))
+               sprintf(fin, "ag_accuracy", "-Inf"))  # R said -inf (the core's %g)
   misc_refused(ag_accuracy(misc_model(), x, y, threshold = NaN), "pyggmlr_value_error",
-               sprintf(fin, "ag_accuracy", "nan"))
+               sprintf(fin, "ag_accuracy", "NaN"))
   misc_refused(ag_evaluate(misc_model(), x, y, threshold = NaN), "pyggmlr_argument_error",
                "ag_evaluate: give loss, metrics or both")
   misc_refused(ag_accuracy(misc_model(), x, y, threshold = NA), "pyggmlr_argument_error",

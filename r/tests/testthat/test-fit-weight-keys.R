@@ -54,7 +54,7 @@ test_that("bad class_weight keys are refused with Python's texts", {
          "class_weight's keys must be 0-based class ids (whole numbers >= 0); got -1"),
     # a bad weight names its class by label with labels y (issue 29: it named the id)
     list(keys_lab, c(a = 1, c = -2), "class_weight must be finite and >= 0; class 'c' has -2"),
-    list(keys_lab, c(1, NA), "class_weight must be finite and >= 0; class 'b' has NaN"),
+    list(keys_lab, c(1, NA), "class_weight must be finite and >= 0; class 'b' has NA"),
     list(keys_ids, c("2" = -2), "class_weight must be finite and >= 0; class 2 has -2"))
   for (cs in cases) {
     e <- tryCatch(keys_fit(cs[[1]], class_weight = cs[[2]]), error = identity)

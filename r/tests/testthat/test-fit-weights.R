@@ -105,7 +105,7 @@ test_that("weight errors are classed and name ag_fit and the argument", {
   expect_error(fit(class_weight = c("1" = -2)),
                "class_weight must be finite and >= 0; class 1 has -2",
                class = "pyggmlr_value_error")
-  expect_error(fit(class_weight = c(1, NA)), "must be finite and >= 0; class 1 has NaN",
+  expect_error(fit(class_weight = c(1, NA)), "must be finite and >= 0; class 1 has NA",
                class = "pyggmlr_value_error")
   # the ids' rules are the core's (Python's test_fit_weights.py: the same texts)
   expect_error(fit(class_weight = c("1" = 1, "1" = 2)), "class_weight names a class twice; class 1",
