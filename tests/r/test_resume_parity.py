@@ -47,15 +47,13 @@ def _py_resume(ckpt):
     return [t.numpy() for t in m.parameters().values()]
 
 
+def _r_resume_code(then):
+    """R code: a fresh model resumed from the checkpoint p for 3 epochs, then `then`."""
+    return "m <- ag_linear(4, 3); " + _R_FIT.format(n=3, more=", resume_from = p") + "; " + then
+
+
 def _r_resume(ckpt):
-    out = r.run(
-        "m <- ag_linear(4, 3); "
-        + _R_FIT.format(n=3, more=", resume_from = p")
-        + "; lapply(m$params(), function(t) t$data)",
-        p=ckpt,
-        x=_X,
-        y=_Y,
-    )
+    out = r.run(_r_resume_code("lapply(m$params(), function(t) t$data)"), p=ckpt, x=_X, y=_Y)
     return [np.asarray(v) for v in (out.values() if isinstance(out, dict) else out)]
 
 
@@ -141,13 +139,8 @@ def test_a_history_that_is_not_the_epochs_done_is_refused_alike(tmp_path):
         edit_meta(src, edit, g)
         with pytest.raises(pg.PyggmlrError) as e:
             _py_resume(g)
-        got = r.run(
-            "tryCatch({m <- ag_linear(4, 3); "
-            + _R_FIT.format(n=3, more=", resume_from = p")
-            + "; 'ok'}, error = function(e) list(class(e)[[1L]], conditionMessage(e)))",
-            p=g,
-            x=_X,
-            y=_Y,
-        )
+        why = "error = function(e) list(class(e)[[1L]], conditionMessage(e))"
+        code = "tryCatch({" + _r_resume_code("'ok'") + "}, " + why + ")"
+        got = r.run(code, p=g, x=_X, y=_Y)
         assert list(got) == [R_CLASS[type(e.value)], str(e.value)], case
         assert text in str(e.value)

@@ -154,7 +154,8 @@ invisible(ag_fit(m, x, y, nepoch = 2L, batch_size = 8L, val_split = 0.25, seed =
         pg.ag_dtype("f32")
 
 
-def test_a_refused_resume_changes_nothing(tmp_path):
+def _two_epochs(tmp_path):
+    """(x, y, the checkpoint of a 2-epoch run) for the refusal tests."""
     pg.ggml_set_seed(1)
     x = pg.random.rnorm(4 * 40).reshape((4, 40), order="F")
     y = (x[0] > 0).astype(int)
@@ -163,6 +164,11 @@ def test_a_refused_resume_changes_nothing(tmp_path):
     pg.ag_fit(
         m, x, y, nepoch=2, batch_size=8, seed=1, silent=True, callbacks=[pg.ag_model_checkpoint(f)]
     )
+    return x, y, f
+
+
+def test_a_refused_resume_changes_nothing(tmp_path):
+    x, y, f = _two_epochs(tmp_path)
     m2 = pg.ag_sequential(pg.ag_linear(4, 6, "relu"), pg.ag_linear(6, 2))
     before = {k: t.numpy() for k, t in m2.parameters().items()}
     with pytest.raises(
@@ -269,14 +275,7 @@ def test_resume_from_file_errors_name_ag_fit(tmp_path):
 
 @pytest.mark.parametrize("case", sorted(HISTORY_EDITS))
 def test_resume_refuses_a_history_that_is_not_the_epochs_done(tmp_path, case):
-    pg.ggml_set_seed(1)
-    x = pg.random.rnorm(4 * 40).reshape((4, 40), order="F")
-    y = (x[0] > 0).astype(int)
-    f = str(tmp_path / "run.safetensors")
-    m = pg.ag_sequential(pg.ag_linear(4, 6, "relu"), pg.ag_linear(6, 2))
-    pg.ag_fit(
-        m, x, y, nepoch=2, batch_size=8, seed=1, silent=True, callbacks=[pg.ag_model_checkpoint(f)]
-    )
+    x, y, f = _two_epochs(tmp_path)
     edit, text = HISTORY_EDITS[case]
     g = str(tmp_path / "edited.safetensors")
     edit_meta(f, edit, g)
