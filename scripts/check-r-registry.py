@@ -3,7 +3,8 @@
 
 Fails (exit 1, one line per problem) when:
   - an R_* entry point defined in r/src's glue (init.c, r_*.c) is not in init.c's CallEntries,
-    is declared or registered with another argument count, or is registered but not defined;
+    is declared (init.c, r_entries.h) or registered with another argument count, or is
+    registered but not defined;
   - a .Call(R_*) in r/R, r/tests or r/vignettes names an entry point that is not registered,
     passes another number of arguments, or passes a literal number for a code (a C parameter
     named what, kind, dtype, build or act; R reads codes by name: .pg$op, .pg$code);
@@ -124,7 +125,10 @@ def check(root: str) -> list:
             defined[name] = (n_args(params), os.path.basename(p))
             pnames[name] = param_names(params)
     init = strip_c_comments(read(os.path.join(src, "init.c")))
-    declared = {name: n_args(params) for name, params in EXTERN_RE.findall(init)}
+    decl = init  # the entry points' declarations: init.c and the header it includes
+    if os.path.exists(os.path.join(src, "r_entries.h")):
+        decl += strip_c_comments(read(os.path.join(src, "r_entries.h")))
+    declared = {name: n_args(params) for name, params in EXTERN_RE.findall(decl)}
     registered = {}
     for name, fn, n in ENTRY_RE.findall(init):
         if name != fn:
