@@ -25,7 +25,8 @@ def test_the_tree_passes():
 
 @pytest.fixture
 def tree(tmp_path):
-    """A copy of what the checker reads: r/R, r/tests, r/man, r/NAMESPACE and r/src's glue."""
+    """A copy of what the checker reads: r/R, r/tests, r/man, r/NAMESPACE and r/src's glue
+    (its .c files and r_entries.h)."""
     r = tmp_path / "r"
     for d in ("R", "tests", "man", "vignettes"):
         shutil.copytree(os.path.join(ROOT, "r", d), r / d)
@@ -34,7 +35,7 @@ def tree(tmp_path):
     src = os.path.join(ROOT, "r", "src")
     for b in os.listdir(src):
         p = os.path.join(src, b)
-        if b.endswith(".c") and not os.path.islink(p):
+        if b.endswith((".c", ".h")) and not os.path.islink(p):  # glue, r_entries.h
             shutil.copy(p, r / "src" / b)
     assert run(str(tmp_path))[0] == 0
     return tmp_path
@@ -70,7 +71,7 @@ def test_wrong_argument_count(tree):
 
 def test_extern_declaration_count(tree):
     edit(
-        tree / "r" / "src" / "init.c",
+        tree / "r" / "src" / "r_entries.h",
         "extern SEXP R_pg_scope(SEXP, SEXP);",
         "extern SEXP R_pg_scope(SEXP);",
     )
