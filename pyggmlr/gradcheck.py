@@ -7,6 +7,7 @@ from typing import Any, Callable, Dict, Optional
 import numpy as np
 
 from . import _core
+from ._args import as_float, is_real, plain
 from ._core import NULL, ffi, lib
 from .errors import ArgumentError
 from .tape import ag_no_grad, backward, with_grad_tape
@@ -67,16 +68,11 @@ def _defaults(checked, eps, atol, rtol):
         if v is None:
             vals.append(dv)
             continue
-        if isinstance(v, (bool, str, bytes)):
+        if not is_real(v):  # np.True_ was 1.0; 10**400 raised OverflowError (now Inf)
             raise ArgumentError(
-                f"ag_gradcheck(): {nm} must be a number or None, got {type(v).__name__}"
+                f"ag_gradcheck(): {nm} must be a number or None, got {type(plain(v)).__name__}"
             )
-        try:
-            vals.append(float(v))
-        except (TypeError, ValueError):
-            raise ArgumentError(
-                f"ag_gradcheck(): {nm} must be a number or None, got {type(v).__name__}"
-            ) from None
+        vals.append(as_float(v))
     return code, vals[0], vals[1], vals[2]
 
 

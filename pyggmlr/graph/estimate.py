@@ -18,7 +18,7 @@ from typing import Any, Callable, List, Optional, Sequence, Union
 import numpy as np
 
 from .. import _core, _walk
-from .._args import check_flag, check_int, check_num
+from .._args import check_flag, check_int, check_num, plain
 from .._core import F32, NULL, ffi, lib
 from ..errors import ArgumentError, PyggmlrValueError
 from ..ops import ag_mse_loss
@@ -131,7 +131,7 @@ def _optimizer_k(optimizer):
         optimizer = "adam"  # R's match.arg default: the first choice
     name = optimizer.encode() if isinstance(optimizer, str) else NULL
     out = ffi.new("int *")
-    _core.check(lib.pg_mem_optim_parse(name, repr(optimizer).encode(), out))
+    _core.check(lib.pg_mem_optim_parse(name, repr(plain(optimizer)).encode(), out))
     return out[0], False
 
 
@@ -209,7 +209,7 @@ def _measure_step(model, x, input_shape, y, loss_fn, batch_size, dtype_code, sta
                 shp = (shp[0], batch_size)
             if len(shp) != 2 or not all(_is_number(d) and d > 0 and d == int(d) for d in shp):
                 raise PyggmlrValueError(
-                    f"{fn}: input_shape must be (features,) or (features, batch) with positive whole numbers, got {input_shape!r}"
+                    f"{fn}: input_shape must be (features,) or (features, batch) with positive whole numbers, got {plain(input_shape)!r}"
                 )
             xt = _wrap_new(dtype_code, int(shp[0]), int(shp[1]))
         batch = xt.ncol

@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import _core
 from .. import tensor as _tensor
-from .._args import check_int
+from .._args import check_int, plain
 from .._core import ffi, lib
 from ..errors import DTypeError, PyggmlrMemoryError, PyggmlrValueError, ShapeError
 from ..ops import ag_gelu, ag_relu, ag_sigmoid, ag_softmax, ag_tanh
@@ -311,6 +311,6 @@ def _check_activation(activation: Any, fn: str) -> Optional[str]:
     ):
         raise PyggmlrValueError(
             f"{fn}: activation must be one of {', '.join(map(repr, sorted(_ACTIVATIONS)))} or None, "
-            f"got {activation!r}"
+            f"got {plain(activation)!r}"
         )
     return activation

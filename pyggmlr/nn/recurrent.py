@@ -12,7 +12,7 @@ import math
 from collections import OrderedDict
 from typing import Any, Dict, List, Tuple, Union
 
-from .._args import check_flag, check_int, check_num
+from .._args import check_flag, check_int, check_num, plain
 from .._core import NULL, lib
 from ..errors import ArgumentError, PyggmlrValueError, ShapeError
 from ..tensor import ArrayLike, Tensor, _wrap, ag_param
@@ -53,7 +53,7 @@ class _Recurrent(Module):
         if self.kind == "rnn":
             if nonlinearity not in ("tanh", "relu"):
                 raise PyggmlrValueError(
-                    f"{fn}: nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}"
+                    f"{fn}: nonlinearity must be 'tanh' or 'relu', got {plain(nonlinearity)!r}"
                 )
             self.nonlinearity = nonlinearity
             self._mode = lib.PG_RNN_TANH if nonlinearity == "tanh" else lib.PG_RNN_RELU

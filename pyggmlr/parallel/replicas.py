@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Union
 import numpy as np
 
 from .. import _core, _walk
-from .._args import check_int, check_real
+from .._args import INT_MAX, as_float, check_int, check_real, is_real, show
 from .._core import NULL, ffi, lib
 from ..errors import ArgumentError, PyggmlrValueError
 from ..optim.optimizer import _grads_handle, clip_grad_norm, optimizer_adam
@@ -78,13 +78,12 @@ def _verbose_every(verbose):
         return 0
     if verbose is True:
         return 1
-    try:
-        v = int(verbose)
-    except (TypeError, ValueError):
+    v = as_float(verbose) if is_real(verbose) else math.nan  # int(inf) raised OverflowError
+    if not math.isfinite(v):
         raise PyggmlrValueError(
-            f"dp_train: verbose must be TRUE/FALSE or an integer, got {verbose!r}"
-        ) from None
-    return max(v, 0)
+            f"dp_train: verbose must be TRUE/FALSE or an integer, got {show(verbose)}"
+        )
+    return int(min(max(v, 0), INT_MAX))
 
 
 def dp_train(
@@ -133,6 +132,7 @@ def dp_train(
         )
     if (
         isinstance(data, (str, bytes, dict))
+        or (isinstance(data, np.ndarray) and data.ndim == 0)  # (len() raised TypeError)
         or not hasattr(data, "__len__")
         or not hasattr(data, "__getitem__")
     ):
