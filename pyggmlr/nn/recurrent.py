@@ -51,7 +51,8 @@ class _Recurrent(Module):
         self.return_sequences = check_flag(return_sequences, fn, "return_sequences")
         self.return_state = check_flag(return_state, fn, "return_state")
         if self.kind == "rnn":
-            if nonlinearity not in ("tanh", "relu"):
+            # (`in` on an array raised numpy's "truth value is ambiguous": issue 29)
+            if not isinstance(nonlinearity, str) or nonlinearity not in ("tanh", "relu"):
                 raise PyggmlrValueError(
                     f"{fn}: nonlinearity must be 'tanh' or 'relu', got {plain(nonlinearity)!r}"
                 )

@@ -219,6 +219,12 @@ def _plausible_more():
         (pg.ag_mean, dict(x=t(2), dim=1)),
         (pg.ag_set_threads, dict(n=1)),
         (pg.ggml_set_seed, dict(seed=1)),
+        (
+            pg.ag_estimate_training_memory,
+            dict(
+                model=pg.ag_sequential(pg.ag_linear(2, 3)), input_shape=2, batch_size=2, quiet=True
+            ),
+        ),  # fmt: skip
         (pg.ag_tape_memory, dict(top=10, quiet=True)),
         (pg.ag_normalization, dict(mean=[0.0, 0.0], variance=[1.0, 1.0], eps=1e-7)),
         (pg.ag_flash_attention, dict(q=t(4), k=t(4), v=t(4), n_heads=2, scale=0.5)),
@@ -354,6 +360,27 @@ def test_python_numbers_refused_with_the_value_as_r_shows_it():
         (lambda: pg.ag_conv2d_op(pg.ag_tensor(np.ones((16, 2))), pg.ag_tensor(np.ones((2, 9))),
                                  input_shape=np.array(3)),
          pg.ArgumentError, "ag_conv2d_op: input_shape must be (C, H, W), got array(3)"),
+    ]  # fmt: skip
+    dp = dict(data=[np.zeros((2, 1))], loss_fn=lambda o, s: pg.ag_sum(o), n_iter=1)
+    est = (
+        "ag_estimate_training_memory(): input_shape must be (features,) or (features, batch) "
+        "with positive whole numbers, got "
+    )
+    cases += [
+        (lambda: pg.dp_train(lambda: pg.ag_linear(2, 2), max_norm=-1, **dp), pg.PyggmlrValueError,
+         "dp_train: max_norm must be >= 0 (Inf: no clipping), got -1"),
+        (lambda: pg.dp_train(lambda: pg.ag_linear(2, 2), verbose="x", **dp), pg.ArgumentError,
+         "dp_train: verbose must be TRUE/FALSE or an integer, got 'x'"),
+        (lambda: pg.dp_train(None, **dp), pg.ArgumentError,
+         "dp_train: make_model must be a function returning a model, got NoneType"),
+        (lambda: pg.ag_rnn(2, 3, nonlinearity=np.array([1, 2])), pg.PyggmlrValueError,
+         "ag_rnn: nonlinearity must be 'tanh' or 'relu', got array([1, 2])"),
+        (lambda: pg.ag_estimate_training_memory(model=pg.ag_linear(2, 3), input_shape=10**400,
+                                                quiet=True),
+         pg.PyggmlrValueError, est + "inf"),
+        (lambda: pg.ag_estimate_training_memory(model=pg.ag_linear(2, 3), input_shape=(2, 2**31),
+                                                quiet=True),
+         pg.PyggmlrValueError, est + "(2, 2147483648)"),
     ]  # fmt: skip
     for f, cls, text in cases:
         with pytest.raises(cls) as e:
