@@ -366,7 +366,13 @@ def test_python_numbers_refused_with_the_value_as_r_shows_it():
         "ag_estimate_training_memory(): input_shape must be (features,) or (features, batch) "
         "with positive whole numbers, got "
     )
+    x = pg.ag_tensor(np.ones((2, 2)))
     cases += [
+        # R's integer range at both ends (-2**70 raised OverflowError: int too big to convert)
+        (lambda: pg.ag_slice_rows(x, -(2**70), 1), pg.PyggmlrValueError,
+         "ag_slice_rows: from must be an integer >= -2147483647, got -1180591620717411303424"),
+        (lambda: pg.ag_slice_rows(x, 0, -1e300), pg.PyggmlrValueError,
+         "ag_slice_rows: n must be an integer >= -2147483647, got -1e+300"),
         (lambda: pg.dp_train(lambda: pg.ag_linear(2, 2), max_norm=-1, **dp), pg.PyggmlrValueError,
          "dp_train: max_norm must be >= 0 (Inf: no clipping), got -1"),
         (lambda: pg.dp_train(lambda: pg.ag_linear(2, 2), verbose="x", **dp), pg.ArgumentError,

@@ -171,3 +171,12 @@ test_that("dp_train's max_norm and make_model, padding and input_shape lists ref
                                                     quiet = TRUE),
                         "pyggmlr_value_error", paste0(rule, "list(a = 2)"))
 })
+
+test_that("ag_slice_rows' from and n are in R's integer range at both ends", {
+  x <- ag_tensor(matrix(1, 2, 2))
+  .expect_quiet_refusal(ag_slice_rows(x, -1e300, 1), "pyggmlr_value_error",
+                        "ag_slice_rows: from must be an integer >= -2147483647, got -1e+300")
+  .expect_quiet_refusal(ag_slice_rows(x, 0, -Inf), "pyggmlr_value_error",
+                        "ag_slice_rows: n must be an integer >= -2147483647, got -Inf")
+  expect_equal(ag_slice_rows(x, 1, 1)$data, matrix(1, 1, 2))
+})
