@@ -180,3 +180,12 @@ test_that("ag_slice_rows' from and n are in R's integer range at both ends", {
                         "ag_slice_rows: n must be an integer >= -2147483647, got -Inf")
   expect_equal(ag_slice_rows(x, 1, 1)$data, matrix(1, 1, 2))
 })
+
+test_that("ag_gradcheck's eps, atol and rtol name the class given, as Python's type", {
+  f <- function(d) ag_sum(d$w)
+  inp <- list(w = ag_param(matrix(1, 2, 2)))
+  .expect_quiet_refusal(ag_gradcheck(f, inp, eps = "x"), "pyggmlr_argument_error",
+                        "ag_gradcheck(): eps must be a single number or NULL, got character")
+  .expect_quiet_refusal(ag_gradcheck(f, inp, rtol = c(1, 2)), "pyggmlr_argument_error",
+                        "ag_gradcheck(): rtol must be a single number or NULL, got numeric")
+})
