@@ -30,11 +30,24 @@ def _bound(b):
 
 
 def as_float(v) -> float:
-    """float(v); an int past a double is +/-Inf, as R reads 1e400 (float() raised OverflowError)."""
+    """float(v) of a real number; one past a double (10**400, Fraction(10**400, 3)) is +/-Inf, as
+    R reads 1e400 (float() raised OverflowError). Every front-end conversion of a user's number
+    to the core's double goes through here (issue 29: conv, pooling, schedulers raised it)."""
     try:
         return float(v)
     except OverflowError:
         return math.inf if v > 0 else -math.inf
+
+
+def is_real(v) -> bool:
+    """v is one real number (a Python or numpy int or float, a Fraction), not a bool."""
+    return isinstance(v, numbers.Real) and not _is_bool(v)
+
+
+def plain(v):
+    """v as Python users write it: a numpy scalar as its Python value (np.float64(inf): inf,
+    np.int64(3): 3, np.True_: True), what R shows for that value; anything else as it is."""
+    return v.item() if isinstance(v, np.generic) and not isinstance(v, np.void) else v
 
 
 def r_num(v) -> str:
@@ -48,6 +61,7 @@ def show(v, kind=True):
     """v in an error text as R's .arg_show shows it: one line, at most 80 characters, an int past
     a double as the double it reads as (R's 1e400: inf in Python's words, as the core's texts
     write it; spelled out it ran to 400 digits); the type first for the wrong kind."""
+    v = plain(v)  # np.float64(inf) as inf (its repr named numpy's type: issue 29)
     if kind and isinstance(v, numbers.Integral) and math.isinf(as_float(v)):
         return "inf" if as_float(v) > 0 else "-inf"
     s = " ".join((repr(v) if kind else f"{type(v).__name__} {v!r}").split())
@@ -70,14 +84,15 @@ def check_int(v, fn, arg, lo=None, hi=INT_MAX, rule=None, core=None):
     "<fn>: <arg> must be <rule>, got <v>", the rule "an integer >= lo" (or "in [lo, hi]")
     unless the caller words it. core: a core rule of (value, shown, wrong_kind) with its own
     range and text instead (pg_mf_epoch_arg)."""
-    if core is None and type(v) is int and (lo is None or v >= lo) and (hi is None or v <= hi):
+    if (core is None and type(v) is int and v >= (-INT_MAX if lo is None else lo)
+            and (hi is None or v <= hi)):  # fmt: skip
         return v  # the common case: no text to make
-    kind = not _is_bool(v) and isinstance(v, numbers.Real)
+    kind = is_real(v)
     iv: Any  # None only where the core refuses v
     if kind and isinstance(v, numbers.Integral):
-        iv, f = int(v), float(max(min(int(v), 2**1000), -(2**1000)))
+        iv, f = int(v), as_float(v)  # 10**400: Inf, refused as R's 1e400 (not a big double)
     else:
-        f = float(v) if kind else 0.0
+        f = as_float(v) if kind else 0.0  # Fraction(10**400, 3): Inf (it raised OverflowError)
         iv = int(f) if math.isfinite(f) and f.is_integer() else None
     b = show(v, kind).encode("utf-8", "replace")
     _refused(core(f, b, not kind) if core else
@@ -108,16 +123,14 @@ def match_arg(v, choices, fn, arg):
     if len(hits) == 1:
         return hits[0]
     quoted = ", ".join(f"\u201c{c}\u201d" for c in choices)
-    msg = f"{fn}: 'arg' should be one of {quoted} ({arg} = {v!r})"
+    msg = f"{fn}: 'arg' should be one of {quoted} ({arg} = {plain(v)!r})"
     raise (PyggmlrValueError if isinstance(v, str) else ArgumentError)(msg[:300])
 
 
 def check_flag(v, fn, arg):
     """v as a bool when it is True or False (numpy's too); ArgumentError otherwise ("no", 1, None)."""
     if not _is_bool(v):
-        raise ArgumentError(
-            f"{fn}: {arg} must be True or False, got {type(v).__name__} {v!r}"[:300]
-        )
+        raise ArgumentError(f"{fn}: {arg} must be True or False, got {show(v, False)}"[:300])
     return bool(v)
 
 
@@ -163,16 +176,16 @@ def check_number(v: Any, fn: str, arg: str) -> float:
     """float(v) for one number of any kind float() takes (NaN and Inf too: the core checks the
     range); PyggmlrValueError for bools, strings, None and what float() refuses."""
     if isinstance(v, (bool, np.bool_, str, bytes)) or v is None:
-        raise PyggmlrValueError(f"{fn}: {arg} must be a single number, got {v!r}")
+        raise PyggmlrValueError(f"{fn}: {arg} must be a single number, got {show(v)}")
     try:
-        return float(v)
-    except (TypeError, ValueError):
-        raise PyggmlrValueError(f"{fn}: {arg} must be a single number, got {v!r}") from None
+        return as_float(v)  # 10**400: Inf (it raised OverflowError)
+    except (TypeError, ValueError):  # complex, an array of several
+        raise PyggmlrValueError(f"{fn}: {arg} must be a single number, got {show(v)}") from None
 
 
 def check_real(v, fn, arg):
     """v as a float when it is a real number (Inf and NaN pass: the callers decide); a typed
     error naming the function and the argument otherwise (not float()'s bare TypeError)."""
-    if isinstance(v, bool) or not isinstance(v, numbers.Real):
-        raise ArgumentError(f"{fn}: {arg} must be a number, got {type(v).__name__} {v!r}"[:200])
-    return float(v)
+    if not is_real(v):
+        raise ArgumentError(f"{fn}: {arg} must be a number, got {show(v, False)}"[:200])
+    return as_float(v)  # 10**400: Inf (it raised OverflowError)

@@ -7,7 +7,7 @@ import ctypes
 import os
 from typing import Optional
 
-from ._args import check_int
+from ._args import check_int, plain
 from ._native import ffi, lib
 from .errors import ArgumentError, PyggmlrValueError, error_for_status
 
@@ -91,7 +91,7 @@ def ag_set_blas(name: str = "default") -> str:
     if not isinstance(name, str):  # `in` on an array raised numpy's "truth value is ambiguous"
         raise ArgumentError(
             f"ag_set_blas(): name must be one of 'default', 'builtin', 'openblas', got "
-            f"{type(name).__name__} {name!r}"[:300]
+            f"{type(plain(name)).__name__} {plain(name)!r}"[:300]
         )
     if name in ("builtin", "default"):
         lib.pg_set_blas(NULL, NULL, NULL, b"builtin")
@@ -100,7 +100,7 @@ def ag_set_blas(name: str = "default") -> str:
             raise RuntimeError("OpenBLAS is not available: pip install scipy-openblas32")
     else:
         raise PyggmlrValueError(
-            f"ag_set_blas(): name must be one of 'default', 'builtin', 'openblas', got {name!r}"
+            f"ag_set_blas(): name must be one of 'default', 'builtin', 'openblas', got {plain(name)!r}"
         )
     return ag_blas_name()
 

@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterable, List, Optional, Tuple, TypeVar, cast
 
 import numpy as np
 
+from ._args import show
 from .errors import ArgumentError
 from .tensor import Tensor
 
@@ -93,7 +94,7 @@ def named(obj: Any, name: str, optimizer: bool = False) -> Tuple[List[str], List
             raise TypeError
         kv = pairs(c)
     except TypeError:
-        shown = repr(c) if len(repr(c)) <= 80 else repr(c)[:77] + "..."  # R's .arg_show
+        shown = show(c)  # R's .arg_show (np.float64(2) as 2.0)
         raise ArgumentError(
             f"{name}: is.list(params) is not TRUE (params must be a list of ag_tensors or a "
             f"model, got {shown})"

@@ -13,6 +13,7 @@ from typing import Any, Optional
 import numpy as np
 
 from . import _core
+from ._args import as_float
 from ._core import ffi, lib
 from .errors import ArgumentError
 from .ops import _out, _scalar
@@ -29,7 +30,7 @@ def _heads(n_heads: Any) -> int:
             f"ag_flash_attention: n_heads must be a number, got {type(n_heads).__name__}"
         )
     try:
-        f = float(n_heads)
+        f = as_float(n_heads)  # 10**400: Inf, refused (it raised OverflowError)
     except (TypeError, ValueError):
         raise ArgumentError(
             f"ag_flash_attention: n_heads must be a number, got {type(n_heads).__name__}"

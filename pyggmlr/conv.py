@@ -9,11 +9,11 @@ H = 1: numpy's (N, C, L). Shapes are written in torch order, (C, H, W) / (C, L);
 
 from __future__ import annotations
 
-import numbers
 from typing import Any, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from ._args import as_float, is_real, plain, show
 from ._core import NULL, ffi, lib
 from .errors import ArgumentError, DTypeError, PyggmlrValueError, ShapeError
 from .ops import _out
@@ -33,9 +33,9 @@ Pair = Union[int, Sequence[int]]
 
 
 def _num(v: Any, fn: str, arg: str, what: str) -> float:
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
-        raise ArgumentError(f"{fn}: {arg} must be {what}, got {v!r}"[:300])
-    return float(v)
+    if not is_real(v):
+        raise ArgumentError(f"{fn}: {arg} must be {what}, got {show(v)}")
+    return as_float(v)  # 10**400: Inf, refused by the core (it raised OverflowError)
 
 
 def _pair(v: Any, fn: str, arg: str, dims: int, h1: float) -> Tuple[float, float]:
@@ -47,9 +47,9 @@ def _pair(v: Any, fn: str, arg: str, dims: int, h1: float) -> Tuple[float, float
             try:
                 got = [_num(e, fn, arg, what) for e in vals]
             except ArgumentError:  # the whole value shown, as R's (it showed [2] of [1, [2]])
-                raise ArgumentError(f"{fn}: {arg} must be {what}, got {v!r}"[:300]) from None
+                raise ArgumentError(f"{fn}: {arg} must be {what}, got {show(v)}") from None
             return (h1, got[0]) if dims == 1 else (got[0], got[1])
-        raise ArgumentError(f"{fn}: {arg} must be {what}, got {v!r}"[:300])
+        raise ArgumentError(f"{fn}: {arg} must be {what}, got {show(v)}")
     f = _num(v, fn, arg, what)
     return (h1, f) if dims == 1 else (f, f)
 
@@ -73,13 +73,17 @@ def _args(
     a = ffi.new("double[]", lib.PG_CONV_NARGS)
     if input_shape is not None:
         want = 3 if dims == 2 else 2
-        if isinstance(input_shape, (str, bytes)) or not hasattr(input_shape, "__len__"):
+        if (
+            isinstance(input_shape, (str, bytes))
+            or not hasattr(input_shape, "__len__")
+            or (isinstance(input_shape, np.ndarray) and input_shape.ndim == 0)  # (len(): TypeError)
+        ):
             raise ArgumentError(
-                f"{fn}: input_shape must be {_shape_rule(dims)}, got {input_shape!r}"
+                f"{fn}: input_shape must be {_shape_rule(dims)}, got {plain(input_shape)!r}"
             )
         if len(input_shape) != want:
             raise ArgumentError(
-                f"{fn}: input_shape must be {_shape_rule(dims)}, got {input_shape!r}"
+                f"{fn}: input_shape must be {_shape_rule(dims)}, got {plain(input_shape)!r}"
             )
         s = [_num(v, fn, "input_shape", _shape_rule(dims)) for v in input_shape]
         c, h, w = s if dims == 2 else (s[0], 1.0, s[1])
@@ -93,7 +97,7 @@ def _args(
         if padding not in modes:
             raise PyggmlrValueError(
                 f"{fn}: padding must be a number, {'a pair (H, W), ' if dims == 2 else ''}"
-                f"'same' or 'valid', got {padding!r}"
+                f"'same' or 'valid', got {plain(padding)!r}"
             )
         a[lib.PG_CONV_PAD_MODE] = modes[padding]
     else:
@@ -237,7 +241,7 @@ def _batch_array(fn, x, layout, layouts, dtype, tensor_hint):
     a Tensor): (x as float64 numpy, the dtype's code)."""
     if layout not in layouts:
         raise PyggmlrValueError(
-            f"{fn}: layout must be '{layouts[0]}' or '{layouts[1]}', got {layout!r}"
+            f"{fn}: layout must be '{layouts[0]}' or '{layouts[1]}', got {plain(layout)!r}"
         )
     code = _dtype_code(dtype, fn)
     if isinstance(x, Tensor):

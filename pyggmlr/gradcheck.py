@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Dict, Optional
 
 import numpy as np
 
 from . import _core
+from ._args import _is_bool, as_float, is_real, plain, show
 from ._core import NULL, ffi, lib
 from .errors import ArgumentError
 from .tape import ag_no_grad, backward, with_grad_tape
@@ -67,16 +69,11 @@ def _defaults(checked, eps, atol, rtol):
         if v is None:
             vals.append(dv)
             continue
-        if isinstance(v, (bool, str, bytes)):
-            raise ArgumentError(
-                f"ag_gradcheck(): {nm} must be a number or None, got {type(v).__name__}"
+        if not is_real(v):  # np.True_ was 1.0; 10**400 raised OverflowError (now Inf)
+            raise ArgumentError(  # R's words
+                f"ag_gradcheck(): {nm} must be a single number or None, got {type(plain(v)).__name__}"
             )
-        try:
-            vals.append(float(v))
-        except (TypeError, ValueError):
-            raise ArgumentError(
-                f"ag_gradcheck(): {nm} must be a number or None, got {type(v).__name__}"
-            ) from None
+        vals.append(as_float(v))
     return code, vals[0], vals[1], vals[2]
 
 
@@ -110,6 +107,14 @@ def ag_gradcheck(
         )
     if not callable(fn):
         raise ArgumentError("ag_gradcheck(): fn must be callable")
+    for nm, flag in (
+        ("verbose", verbose),
+        ("quiet", quiet),
+    ):  # R's `if (!quiet)`: a flag or a number
+        if not (_is_bool(flag) or (is_real(flag) and not math.isnan(as_float(flag)))):
+            raise ArgumentError(  # (an array raised numpy's "truth value is ambiguous": issue 29)
+                f"ag_gradcheck(): {nm} must be True or False, got {show(flag, False)}"
+            )
     checked = {k: v for k, v in inputs.items() if isinstance(v, Tensor) and v.requires_grad}
     code, eps, atol, rtol = _defaults(checked, eps, atol, rtol)
     saved_grad = {k: v.grad for k, v in checked.items()}

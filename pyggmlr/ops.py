@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _core
-from ._args import INT_MAX, as_float, as_numeric, asarray, check_int, show
+from ._args import INT_MAX, as_float, as_numeric, asarray, check_int, plain, show
 from ._core import ffi, lib
 from .errors import ArgumentError, PyggmlrValueError, ShapeError
 from .tensor import ArrayLike, Tensor, _as_tensor, _wrap
@@ -316,7 +316,9 @@ def ag_reshape(x: ArrayLike, nrow: Union[int, Sequence[int]], ncol: int = _NCOL)
     # nrow (R's rule: it was ignored for ncol)
     if isinstance(nrow, (tuple, list)) and ncol is _NCOL:
         if len(nrow) != 2:
-            raise PyggmlrValueError(f"ag_reshape: a shape must be (nrow, ncol), got {nrow!r}")
+            raise PyggmlrValueError(
+                f"ag_reshape: a shape must be (nrow, ncol), got {plain(nrow)!r}"
+            )
         nrow, ncol = nrow
     x = _unary_arg(x, op)
     ncol = -1 if ncol is _NCOL else ncol

@@ -27,7 +27,7 @@ from typing import Any, Iterator, Optional, Sequence, SupportsInt, Union, cast
 import numpy as np
 
 from . import _core
-from ._args import as_float, show
+from ._args import as_float, plain, show
 from ._native import ffi, lib
 from .errors import ArgumentError, PyggmlrValueError
 
@@ -58,7 +58,7 @@ def _seed_int(seed: Any, fn: str) -> int:
     a.fn, a.null_name = keep[0], keep[1]
     if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (numbers.Real, str)):
         a.kind = lib.PG_SEED_OTHER
-        keep.append(ffi.new("char[]", repr(seed)[:80].encode("utf-8", "replace")))
+        keep.append(ffi.new("char[]", repr(plain(seed))[:80].encode("utf-8", "replace")))
         a.shown = keep[-1]
     elif isinstance(seed, str):
         a.kind = lib.PG_SEED_STRING
@@ -93,7 +93,7 @@ def _vec(v: Any, fn: str, name: str, empty_ok: bool = False):
     try:
         a = np.ascontiguousarray(np.asarray(v, dtype=np.float64).reshape(-1))
     except (TypeError, ValueError):
-        raise PyggmlrValueError(f"{fn}: {name} must be numbers, got {v!r}") from None
+        raise PyggmlrValueError(f"{fn}: {name} must be numbers, got {plain(v)!r}") from None
     if a.size < 1 and not empty_ok:
         raise PyggmlrValueError(f"{fn}: {name} must have at least one value")
     return a
@@ -247,7 +247,9 @@ def _draw2(h, cfn, fn, n, a, an, b, bn):
 def _sample_int(h, n, size, replace, prob, use_hash):
     fn = "sample.int"
     if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Real):
-        raise PyggmlrValueError(f"{fn}: invalid first argument (n must be a number, got {n!r})")
+        raise PyggmlrValueError(
+            f"{fn}: invalid first argument (n must be a number, got {plain(n)!r})"
+        )
     dn = float(n)
     if size is None:
         size = dn
@@ -260,7 +262,7 @@ def _sample_int(h, n, size, replace, prob, use_hash):
         raise PyggmlrValueError(f"{fn}: invalid 'size' argument ({size!r})")
     k = int(cast(SupportsInt, size))  # a Real (typeshed's Real declares no __int__)
     if not isinstance(replace, (bool, np.bool_)):
-        raise ArgumentError(f"{fn}: replace must be True or False, got {replace!r}")
+        raise ArgumentError(f"{fn}: replace must be True or False, got {plain(replace)!r}")
     out = _alloc(k, fn, copies=2)  # and its int64 copy
     pptr, plen, keep = ffi.NULL, 0, None
     if prob is not None:

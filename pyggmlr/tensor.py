@@ -7,7 +7,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _core
-from ._args import asarray, check_flag, check_int
+from ._args import asarray, check_flag, check_int, plain
 from ._core import DTYPE_CODE, DTYPE_NAME, F32, F64, NULL, ffi, lib
 from .errors import ArgumentError, DTypeError, PyggmlrError, PyggmlrValueError, ShapeError
 
@@ -65,7 +65,7 @@ def _dtype_code(dtype, fn=None):
             return F32
         if nd == np.float64:
             return F64
-    raise DTypeError(f"{pre}dtype must be 'f32' or 'f64', got {dtype!r}")
+    raise DTypeError(f"{pre}dtype must be 'f32' or 'f64', got {plain(dtype)!r}")
 
 
 def _as_matrix(data, who=""):
@@ -277,7 +277,9 @@ class Tensor:
             _core.check(lib.pg_tensor_set_image_shape(self._handle(), NULL, fn.encode()))
             return
         if isinstance(shape, (str, bytes)) or not hasattr(shape, "__len__") or len(shape) != 3:
-            raise ArgumentError(f"{fn}: shape must be (C, H, W) or None, got {shape!r}"[:300])
+            raise ArgumentError(
+                f"{fn}: shape must be (C, H, W) or None, got {plain(shape)!r}"[:300]
+            )
         c, h, w = (check_int(v, fn, "shape", 1) for v in shape)
         arr = ffi.new("int64_t[3]", [w, h, c])
         _core.check(lib.pg_tensor_set_image_shape(self._handle(), arr, fn.encode()))
@@ -569,21 +571,23 @@ def _check_device(device, where):
     """where: the public function the message names, as R's .check_device."""
     if device is not None and not isinstance(device, str):  # an array would compare elementwise
         raise PyggmlrValueError(
-            f"{where}(): device must be 'cpu' or 'gpu', got {type(device).__name__} {device!r:.60}"
+            f"{where}(): device must be 'cpu' or 'gpu', got {type(plain(device)).__name__} {plain(device)!r:.60}"
         )
     if device is None or device == "cpu":
         return
     if device == "gpu":
         # ggmlR's text without a GPU backend (0.8.6 spec §11): scripts catch it to stay on the CPU
         raise DeviceError("No ggml backend available. Install Vulkan drivers or use device='cpu'.")
-    raise PyggmlrValueError(f"{where}(): device must be 'cpu' or 'gpu', got {device!r}")
+    raise PyggmlrValueError(f"{where}(): device must be 'cpu' or 'gpu', got {plain(device)!r}")
 
 
 def ag_device(device: str) -> str:
     """Set the default device; returns the previous one. Only "cpu" is available."""
     global _device
     if not isinstance(device, str) or device not in ("cpu", "gpu"):
-        raise PyggmlrValueError(f"ag_device(): device must be 'cpu' or 'gpu', got {device!r}")
+        raise PyggmlrValueError(
+            f"ag_device(): device must be 'cpu' or 'gpu', got {plain(device)!r}"
+        )
     _check_device(device, "ag_device")
     prev, _device = _device, device
     return prev

@@ -17,7 +17,7 @@ from typing import Any, Optional, Tuple
 import numpy as np
 
 from .. import _core
-from .._args import check_flag
+from .._args import check_flag, plain
 from .._core import NULL, ffi, lib
 from ..data import ag_dataloader
 from .util import _as_cols, kind_fail
@@ -79,6 +79,6 @@ def verbosity(verbose: Any, progress: str, silent: Any) -> Tuple[str, bool]:
         return progress, silent
     num = isinstance(verbose, numbers.Real) and not isinstance(verbose, bool)
     mode = ffi.new("int *")
-    shown = repr(verbose).encode("utf-8", "replace")
+    shown = repr(plain(verbose)).encode("utf-8", "replace")
     _core.check(lib.pg_fit_verbosity(num, float(verbose) if num else 0, shown, 0, mode))
     return ("none", "bar", "lines")[mode[0]], silent or mode[0] == 0

@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
+from .._args import plain
 from .._core import NULL, check, ffi, lib
 from .._host import HostValues
 from ..errors import ArgumentError
@@ -26,7 +27,9 @@ def _names(metrics: Any, fn: str) -> List[str]:
     names = [metrics] if isinstance(metrics, str) else metrics
     if not isinstance(names, (list, tuple)) or not all(isinstance(m, str) for m in names):
         raise ArgumentError(
-            f"{fn}: metrics must be None, a metric name or a list of names, got {metrics!r}"[:200]
+            f"{fn}: metrics must be None, a metric name or a list of names, got {plain(metrics)!r}"[
+                :200
+            ]
         )
     return list(names)
 
@@ -62,7 +65,9 @@ def ag_evaluate(
     fn = "ag_evaluate"
     threshold = check_threshold(threshold, fn)
     if loss is not None and not isinstance(loss, str):
-        raise ArgumentError(f"{fn}: loss must be None or a loss name such as 'mse', got {loss!r}")
+        raise ArgumentError(
+            f"{fn}: loss must be None or a loss name such as 'mse', got {plain(loss)!r}"
+        )
     rec_loss, classes = model_target(model)  # what ag_fit recorded (model files keep it)
     if loss is None:
         loss = rec_loss

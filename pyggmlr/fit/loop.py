@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
-from .._args import check_flag, check_int, check_real
+from .._args import check_flag, check_int, check_real, plain
 from .._core import NULL, check, ffi, lib
 from ..errors import (
     NonFiniteLossWarning,
@@ -239,7 +239,7 @@ def ag_fit(
     else:  # the core's names and text (pg_fit_optim_parse)
         kind = ffi.new("int *")
         name = optimizer.encode() if isinstance(optimizer, str) else NULL
-        check(lib.pg_fit_optim_parse(name, repr(optimizer)[:60].encode(), kind))
+        check(lib.pg_fit_optim_parse(name, repr(plain(optimizer))[:60].encode(), kind))
         make = optimizer_adam if kind[0] == lib.PG_OPTIM_KIND_ADAM else optimizer_sgd
         opt = make(params, lr=lr)
     opt_before = (opt.accumulate_steps, opt.accum_count)  # put back when the setup fails
@@ -277,7 +277,9 @@ def ag_fit(
         history, start_epoch, ck = History(), 1, None
         if resume_from is not None:
             if isinstance(resume_from, bytes) or not isinstance(resume_from, (str, os.PathLike)):
-                shown = f"{type(resume_from).__name__} {resume_from!r}"[:155]  # 200 in all
+                shown = f"{type(plain(resume_from)).__name__} {plain(resume_from)!r}"[
+                    :155
+                ]  # 200 in all
                 check(lib.pg_fit_resume_from_fail(shown.encode("utf-8", "replace")))
             ck = Checkpoint(resume_from, setup, cbs)  # checked; its seed and split state taken
             history, start_epoch = ck.history, ck.epoch + 1

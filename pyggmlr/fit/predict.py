@@ -9,7 +9,7 @@ from typing import Any, List, Optional
 import numpy as np
 
 from .. import _core
-from .._args import as_float, check_int
+from .._args import as_float, check_int, plain
 from .._core import ffi, lib
 from ..errors import ArgumentError
 from ..io.check import model_target
@@ -136,5 +136,5 @@ def check_threshold(threshold: Any, fn: str) -> Optional[float]:
     if threshold is not None and (
         isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.number))
     ):
-        raise ArgumentError(f"{fn}: threshold must be a number or None, got {threshold!r}")
+        raise ArgumentError(f"{fn}: threshold must be a number or None, got {plain(threshold)!r}")
     return None if threshold is None else as_float(threshold)

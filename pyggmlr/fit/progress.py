@@ -10,6 +10,7 @@ import sys
 import time
 from typing import Any, Callable, Dict, Optional, Tuple
 
+from .._args import plain
 from .._core import check, ffi, lib, text
 from .callbacks import _log_values
 
@@ -33,7 +34,9 @@ def progress_mode(progress: Any, silent: bool) -> str:
     (silent wins): "auto" and "bar" draw the bar where it can be redrawn, else the lines."""
     name = progress.encode() if isinstance(progress, str) else ffi.NULL
     mode = ffi.new("int *")  # the core's rule and text; "got" shows a string as it is, else repr
-    shown = progress if isinstance(progress, str) else repr(progress)  # (str: [1 2] of an array)
+    shown = (
+        progress if isinstance(progress, str) else repr(plain(progress))
+    )  # (str: [1 2] of an array)
     check(lib.pg_fit_progress_parse(name, shown.encode(), bool(silent), mode))
     if mode[0] == lib.PG_FIT_PROGRESS_BAR:
         return "bar" if _interactive() else "lines"

@@ -9,7 +9,7 @@ from typing import Any, List
 import numpy as np
 
 from .. import _walk
-from .._args import as_numeric
+from .._args import as_numeric, plain
 from .._core import NULL, check, ffi, lib
 from .._host import HostValues, dims
 from ..errors import ArgumentError
@@ -113,7 +113,7 @@ def _loss_fn(loss):
     if callable(loss):
         return loss, "callable", -1
     if not isinstance(loss, str):
-        kind_fail(lib.PG_FIT_KIND_LOSS, repr(loss))
+        kind_fail(lib.PG_FIT_KIND_LOSS, repr(plain(loss)))
     code = ffi.new("int *")
     check(lib.pg_fit_loss_parse(loss.encode("utf-8", "replace"), code))
     k = code[0]

@@ -9,7 +9,7 @@ from typing import Any, List, Optional, Tuple
 import numpy as np
 
 from .. import _core
-from .._args import as_numeric
+from .._args import as_numeric, plain
 from .._core import NULL, ffi, lib
 from .._host import HostValues, dims
 from ..errors import ArgumentError, ShapeError
@@ -30,7 +30,7 @@ def sample_weights(v: Any) -> Optional[np.ndarray]:
 
 def _number(v: Any, what: str) -> float:
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
-        raise ArgumentError(f"ag_fit: class_weight's {what}, got {v!r}")
+        raise ArgumentError(f"ag_fit: class_weight's {what}, got {plain(v)!r}")
     return float(v)
 
 
@@ -43,7 +43,7 @@ def _key(k: Any, labels: bool) -> Optional[str]:
     v = _number(k, "keys must be class labels (strings) or 0-based class ids (numbers)")
     if isinstance(k, (int, np.integer)):
         return str(int(k))
-    return _r_str(v) if labels else repr(v)
+    return _r_str(v) if labels else repr(plain(v))
 
 
 def class_weights(
@@ -69,7 +69,7 @@ def class_weights(
     if isinstance(v, (str, bytes)):
         raise ArgumentError(
             "ag_fit: class_weight must be a dict {class: weight} or a sequence of weights in "
-            f"class-id order, got {v!r}"
+            f"class-id order, got {plain(v)!r}"
         )
     a = as_numeric(v, "ag_fit", "class_weight").astype(np.float64)
     if a.ndim != 1:

@@ -10,6 +10,7 @@ from typing import Any, Callable, Dict, Optional
 
 import numpy as np
 
+from .._args import plain
 from ..errors import ArgumentError, PyggmlrValueError, ShapeError, StateError
 from ..optim.optimizer import clip_grad_norm, optimizer_adam
 from ..tape import backward, with_grad_tape
@@ -55,7 +56,7 @@ def _check_max_norm(v: Any, fn: str) -> Optional[float]:
     )
     if not ok:
         raise PyggmlrValueError(
-            f"{fn}: max_grad_norm must be one positive finite number, got {v!r}"
+            f"{fn}: max_grad_norm must be one positive finite number, got {plain(v)!r}"
         )
     return float(v)
 

@@ -41,7 +41,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 import numpy as np
 
 from .. import _core
-from .._args import check_int
+from .._args import check_int, plain
 from .._core import NULL, ffi, lib
 from ..errors import ArgumentError, PyggmlrValueError
 from ..optim.optimizer import Optimizer
@@ -189,7 +189,7 @@ def ag_compile(
         raise ArgumentError(f"ag_compile(): fn must be callable, got {type(fn).__name__}")
     if build not in _BUILDS:
         raise PyggmlrValueError(
-            f"ag_compile(): build must be 'opt', 'grad' or 'forward', got {build!r}"
+            f"ag_compile(): build must be 'opt', 'grad' or 'forward', got {plain(build)!r}"
         )
     if build == "opt" and not isinstance(optimizer, Optimizer):
         raise ArgumentError(

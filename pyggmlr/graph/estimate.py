@@ -18,7 +18,7 @@ from typing import Any, Callable, List, Optional, Sequence, Union
 import numpy as np
 
 from .. import _core, _walk
-from .._args import check_flag, check_int, check_num
+from .._args import INT_MAX, as_float, check_flag, check_int, check_num, plain, show
 from .._core import F32, NULL, ffi, lib
 from ..errors import ArgumentError, PyggmlrValueError
 from ..ops import ag_mse_loss
@@ -71,6 +71,11 @@ _OPTIMIZERS = tuple(
 
 def _is_number(v):
     return isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
+
+
+def _whole_dim(d):
+    """One of input_shape's sizes: a whole number in [1, INT_MAX] (R's matrix() limit)."""
+    return _is_number(d) and 0 < as_float(d) <= INT_MAX and as_float(d).is_integer()
 
 
 def _dims(s):
@@ -131,7 +136,7 @@ def _optimizer_k(optimizer):
         optimizer = "adam"  # R's match.arg default: the first choice
     name = optimizer.encode() if isinstance(optimizer, str) else NULL
     out = ffi.new("int *")
-    _core.check(lib.pg_mem_optim_parse(name, repr(optimizer).encode(), out))
+    _core.check(lib.pg_mem_optim_parse(name, repr(plain(optimizer)).encode(), out))
     return out[0], False
 
 
@@ -204,12 +209,16 @@ def _measure_step(model, x, input_shape, y, loss_fn, batch_size, dtype_code, sta
             else:
                 xt = _as_tensor(x, fn, code=dtype_code)
         else:
-            shp = tuple(input_shape) if isinstance(input_shape, (list, tuple)) else (input_shape,)
+            shp = (
+                input_shape.tolist() if isinstance(input_shape, np.ndarray) else input_shape
+            )  # c(1, 2)
+            shp = tuple(shp) if isinstance(shp, (list, tuple)) else (shp,)
             if len(shp) == 1:
                 shp = (shp[0], batch_size)
-            if len(shp) != 2 or not all(_is_number(d) and d > 0 and d == int(d) for d in shp):
+            # finite and within R's integers, as R's (int(inf) raised OverflowError: issue 29)
+            if len(shp) != 2 or not all(_whole_dim(d) for d in shp):
                 raise PyggmlrValueError(
-                    f"{fn}: input_shape must be (features,) or (features, batch) with positive whole numbers, got {input_shape!r}"
+                    f"{fn}: input_shape must be (features,) or (features, batch) with positive whole numbers, got {show(input_shape)}"
                 )
             xt = _wrap_new(dtype_code, int(shp[0]), int(shp[1]))
         batch = xt.ncol

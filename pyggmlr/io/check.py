@@ -13,6 +13,7 @@ from typing import Any, List, Optional, Tuple
 import numpy as np
 
 from .. import _walk
+from .._args import plain
 from .._core import check, ffi, last_message, lib
 from ..errors import ArgumentError, PyggmlrError, PyggmlrValueError
 from ..nn.modules import ag_module_from_config
@@ -94,7 +95,7 @@ def _model_parts(model, fn=lib.PG_MF_FN_SAVE):
     for kind, d, c in (("parameter", params, got[0]), ("buffer", bufs, got[1])):  # R's (io.R)
         for k in d:
             if not isinstance(k, str):
-                raise ArgumentError(f"{where}: model names must be strings, got {k!r}")
+                raise ArgumentError(f"{where}: model names must be strings, got {plain(k)!r}")
         if "" in d or (d and not isinstance(c, Mapping)):  # a list's entries have no names
             raise PyggmlrValueError(f"{where}: every {kind} needs a name")
         for k, t in d.items():

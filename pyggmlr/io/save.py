@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Optional, Union
 
+from .._args import plain
 from .._core import check, ffi, lib
 from ..tensor import ag_device
 from .check import _model_parts
@@ -50,7 +51,7 @@ def _load_dtype(dtype: Any) -> int:
     out = ffi.new("int *", -1)
     if dtype is not None:
         s = dtype.encode("utf-8", "surrogatepass") if isinstance(dtype, str) else ffi.NULL
-        check(lib.pg_mf_load_dtype(s, repr(dtype).encode("utf-8", "backslashreplace"), out))
+        check(lib.pg_mf_load_dtype(s, repr(plain(dtype)).encode("utf-8", "backslashreplace"), out))
     return out[0]
 
 

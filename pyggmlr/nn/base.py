@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import _core
 from .. import tensor as _tensor
-from .._args import check_int
+from .._args import INT_MAX, check_int, plain
 from .._core import ffi, lib
 from ..errors import DTypeError, PyggmlrMemoryError, PyggmlrValueError, ShapeError
 from ..ops import ag_gelu, ag_relu, ag_sigmoid, ag_softmax, ag_tanh
@@ -50,9 +50,14 @@ def ag_slice_rows(x: ArrayLike, from_: int, n: int) -> Tensor:
     Raises: ArgumentError when from_ or n is not an integer, DTypeError when x is not a tensor
     or numeric data, PyggmlrValueError when the rows are out of range."""
     x = _as_tensor(x, "ag_slice_rows")
+    # R's integer range at both ends (unbounded below, -2**70 raised OverflowError and R's
+    # (int64_t) cast of -1e300 was undefined: issue 29)
+    lo = -INT_MAX
     return _wrap(
         lib.pg_slice_rows(
-            x._p, check_int(from_, "ag_slice_rows", "from"), check_int(n, "ag_slice_rows", "n")
+            x._p,
+            check_int(from_, "ag_slice_rows", "from", lo),
+            check_int(n, "ag_slice_rows", "n", lo),
         )
     )
 
@@ -311,6 +316,6 @@ def _check_activation(activation: Any, fn: str) -> Optional[str]:
     ):
         raise PyggmlrValueError(
             f"{fn}: activation must be one of {', '.join(map(repr, sorted(_ACTIVATIONS)))} or None, "
-            f"got {activation!r}"
+            f"got {plain(activation)!r}"
         )
     return activation

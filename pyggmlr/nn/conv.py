@@ -6,13 +6,12 @@ drawn as torch does by default, U(-1/sqrt(fan_in), 1/sqrt(fan_in)), from the cur
 from __future__ import annotations
 
 import math
-import numbers
 from collections import OrderedDict
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from .._args import check_flag
+from .._args import as_float, check_flag, is_real, plain, show
 from .._core import NULL, check, ffi, lib
 from ..conv import _args, _pair
 from ..errors import ArgumentError, PyggmlrValueError
@@ -27,11 +26,9 @@ Pair = Union[int, Sequence[int]]
 
 def _whole(v: Any, fn: str, arg: str) -> float:
     """A channel count's kind (the core checks the value: pg_conv_check)."""
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
-        raise ArgumentError(
-            f"{fn}: {arg} must be an integer >= 1, got {type(v).__name__} {v!r}"[:300]
-        )
-    return float(v)
+    if not is_real(v):
+        raise ArgumentError(f"{fn}: {arg} must be an integer >= 1, got {show(v, False)}")
+    return as_float(v)  # 10**400: Inf, refused by the core (it raised OverflowError)
 
 
 def _check(
@@ -60,7 +57,9 @@ def _conv_init(init: Any, fn: str) -> str:
         return init if init in _CONV_INITS else hits[0]
     err = PyggmlrValueError if isinstance(init, str) else ArgumentError
     raise err(
-        f"{fn}: init must be one of 'torch', 'glorot_uniform', 'he_uniform', got {init!r}"[:300]
+        f"{fn}: init must be one of 'torch', 'glorot_uniform', 'he_uniform', got {plain(init)!r}"[
+            :300
+        ]
     )
 
 
@@ -108,7 +107,7 @@ class _ConvNd(Module):
         if input_shape is not None and not isinstance(input_shape, (list, tuple)):
             raise ArgumentError(
                 f"{fn}: input_shape must be {'(C, H, W)' if d == 2 else '(C, L)'}, "
-                f"got {input_shape!r}"
+                f"got {plain(input_shape)!r}"
             )
         v, cin, cout = _check(
             fn,
@@ -286,7 +285,7 @@ class _ConvTransposeNd(_ConvNd):
         if input_shape is not None and not isinstance(input_shape, (list, tuple)):
             raise ArgumentError(
                 f"{fn}: input_shape must be {'(C, H, W)' if d == 2 else '(C, L)'}, "
-                f"got {input_shape!r}"
+                f"got {plain(input_shape)!r}"
             )
         v, cin, cout = _check(
             fn,

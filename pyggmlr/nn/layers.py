@@ -12,7 +12,7 @@ from typing import Any, Dict, Optional
 import numpy as np
 
 from .. import _core
-from .._args import INT_MAX, check_int, check_num
+from .._args import INT_MAX, as_float, check_int, check_num, is_real, show
 from .._core import NULL, ffi, lib
 from ..errors import PyggmlrValueError, ShapeError
 from ..ops import _class_ids, ag_add, ag_matmul
@@ -119,17 +119,19 @@ class ag_layer_norm(Module):
         if normalized_shape is None:
             normalized_shape = num_features
         F = normalized_shape
-        if isinstance(F, (list, tuple, np.ndarray)) and len(F) == 1:
+        if isinstance(F, np.ndarray) and F.size == 1:  # a 0-d array too (len() raised TypeError)
+            F = F.ravel()[0]
+        elif isinstance(F, (list, tuple)) and len(F) == 1:
             F = F[0]
         if (
-            isinstance(F, (bool, np.bool_))
-            or not isinstance(F, (int, float, np.integer, np.floating))
-            or not math.isfinite(F)
+            not is_real(F)
+            or not math.isfinite(as_float(F))  # 10**400: Inf (it raised OverflowError)
             or int(F) < 1
             or F > INT_MAX
         ):
             raise PyggmlrValueError(
-                f"ag_layer_norm: normalized_shape must be a single positive integer, got {normalized_shape!r}"
+                "ag_layer_norm: normalized_shape must be a single positive integer, got "
+                f"{show(normalized_shape)}"
             )
         F = int(F)  # as.integer truncates, as in ggmlR
         eps = check_num(eps, "ag_layer_norm", "eps", 0)

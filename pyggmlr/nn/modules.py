@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Union
 import numpy as np
 
 from .. import _walk
-from .._args import check_int, check_num, match_arg
+from .._args import as_float, check_int, check_num, match_arg
 from .._core import check, ffi, last_message, lib
 from ..errors import ArgumentError, PyggmlrValueError
 from ..ops import (
@@ -172,10 +172,10 @@ class ag_linear(Module):
         if (
             isinstance(gain, (bool, np.bool_))
             or not isinstance(gain, (int, float, np.integer, np.floating))
-            or not math.isfinite(gain)
+            or not math.isfinite(as_float(gain))  # 10**400 (it raised OverflowError)
         ):
             raise PyggmlrValueError("ag_linear: gain must be a single finite number")  # ggmlR's
-        gain = float(gain)
+        gain = as_float(gain)
         if isinstance(init, str):
             # R's match.arg: a unique prefix ("orth") names an init; R's text
             init = match_arg(init, _INITS, "ag_linear", "init")

@@ -12,11 +12,11 @@ as torch's CPU kernel."""
 
 from __future__ import annotations
 
-import numbers
 from typing import Any, Dict, Optional, Sequence, Union
 
 import numpy as np
 
+from .._args import as_float, is_real, show
 from .._core import check, ffi, lib
 from ..errors import ArgumentError
 from ..tensor import ArrayLike, Tensor, _wrap
@@ -42,8 +42,7 @@ Size = Union[int, float, Sequence[Union[int, float]]]
 _KIND = {"max": lib.PG_POOL_KIND_MAX, "avg": lib.PG_POOL_KIND_AVG}
 
 
-def _real(v: Any) -> bool:
-    return isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
+_real = is_real  # (resize.py's name for it)
 
 
 def _sizes(v: Any, fn: str, arg: str, n: int) -> Any:
@@ -54,12 +53,12 @@ def _sizes(v: Any, fn: str, arg: str, n: int) -> Any:
     if isinstance(v, np.ndarray):
         v = v.tolist()
     if _real(v):
-        vals = [float(v)] * n
+        vals = [as_float(v)] * n
     elif isinstance(v, (tuple, list)) and len(v) in (1, n) and all(_real(e) for e in v):
-        vals = [float(e) for e in v] * (n if len(v) == 1 else 1)
+        vals = [as_float(e) for e in v] * (n if len(v) == 1 else 1)
     else:
         what = "a number" if n == 1 else "a number or a pair (H, W) of numbers"
-        raise ArgumentError(f"{fn}: {arg} must be {what}, got {v!r}"[:300])
+        raise ArgumentError(f"{fn}: {arg} must be {what}, got {show(v)}")
     return ffi.new("double[]", vals)
 
 
@@ -71,10 +70,8 @@ def _shape(v: Any, fn: str, n: int) -> Any:
         v = v.tolist()
     if not isinstance(v, (tuple, list)) or len(v) != n or not all(_real(e) for e in v):
         what = "(C, H, W)" if n == 3 else "(C, L)"
-        raise ArgumentError(
-            f"{fn}: input_shape must be {n} numbers {what} or None, got {v!r}"[:300]
-        )
-    return ffi.new("double[]", [float(e) for e in v])
+        raise ArgumentError(f"{fn}: input_shape must be {n} numbers {what} or None, got {show(v)}")
+    return ffi.new("double[]", [as_float(e) for e in v])
 
 
 def _pool(x, kind, dims, kernel_size, stride, padding, input_shape, fn):

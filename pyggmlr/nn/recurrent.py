@@ -12,7 +12,7 @@ import math
 from collections import OrderedDict
 from typing import Any, Dict, List, Tuple, Union
 
-from .._args import check_flag, check_int, check_num
+from .._args import check_flag, check_int, check_num, plain
 from .._core import NULL, lib
 from ..errors import ArgumentError, PyggmlrValueError, ShapeError
 from ..tensor import ArrayLike, Tensor, _wrap, ag_param
@@ -51,9 +51,10 @@ class _Recurrent(Module):
         self.return_sequences = check_flag(return_sequences, fn, "return_sequences")
         self.return_state = check_flag(return_state, fn, "return_state")
         if self.kind == "rnn":
-            if nonlinearity not in ("tanh", "relu"):
+            # (`in` on an array raised numpy's "truth value is ambiguous": issue 29)
+            if not isinstance(nonlinearity, str) or nonlinearity not in ("tanh", "relu"):
                 raise PyggmlrValueError(
-                    f"{fn}: nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}"
+                    f"{fn}: nonlinearity must be 'tanh' or 'relu', got {plain(nonlinearity)!r}"
                 )
             self.nonlinearity = nonlinearity
             self._mode = lib.PG_RNN_TANH if nonlinearity == "tanh" else lib.PG_RNN_RELU

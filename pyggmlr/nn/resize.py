@@ -13,6 +13,7 @@ from typing import Any, Dict, Optional, Sequence, Union
 
 import numpy as np
 
+from .._args import as_float, plain, show
 from .._core import check, ffi, lib
 from ..errors import ArgumentError
 from ..tensor import ArrayLike, Tensor, _wrap
@@ -45,19 +46,19 @@ def _padding(v: Any, fn: str, dims: int) -> Any:
             if dims == 2
             else "a number or a pair (left, right) of numbers"
         )
-        raise ArgumentError(f"{fn}: padding must be {what}, got {v!r}"[:300])
-    return ffi.new("double[]", [float(e) for e in vals]), len(vals)
+        raise ArgumentError(f"{fn}: padding must be {what}, got {show(v)}")
+    return ffi.new("double[]", [as_float(e) for e in vals]), len(vals)
 
 
 def _value(v: Any, fn: str) -> float:
     if not _real(v):
-        raise ArgumentError(f"{fn}: value must be a number, got {v!r}"[:300])
-    return float(v)
+        raise ArgumentError(f"{fn}: value must be a number, got {show(v)}")
+    return as_float(v)
 
 
 def _mode(v: Any, fn: str) -> bytes:
     if not isinstance(v, str):
-        raise ArgumentError(f"{fn}: mode must be a string, got {v!r}"[:300])
+        raise ArgumentError(f"{fn}: mode must be a string, got {plain(v)!r}"[:300])
     return v.encode()
 
 

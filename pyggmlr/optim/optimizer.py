@@ -9,7 +9,7 @@ from typing import Any, Dict, List
 import numpy as np
 
 from .. import _core, _walk
-from .._args import INT_MAX, r_num
+from .._args import INT_MAX, plain, r_num
 from .._core import NULL, ffi, lib
 from ..errors import ArgumentError, PyggmlrValueError, StateError
 from ..tape import Gradients
@@ -126,7 +126,7 @@ def _grads_handle(grads, name):
 def _accum_steps(v, fn):
     """as.integer() truncation (1.9 -> 1); a bool, a string, a container, NaN, < 1 or past R's
     integer range -> ggmlR's text, naming the optimizer (R's .accum_steps: the same rule)."""
-    msg = f"{fn}: accumulate_steps must be a positive integer, got {v!r}"[:300]
+    msg = f"{fn}: accumulate_steps must be a positive integer, got {plain(v)!r}"[:300]
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
         raise ArgumentError(msg)
     if not (v >= 1 and v < INT_MAX + 1):  # NaN fails both
@@ -209,7 +209,7 @@ class Optimizer:
             bad = isinstance(value, (str, bytes, np.str_, np.bytes_))
             if bad or (isinstance(value, (bool, np.bool_)) and name not in ("nesterov", "average")):
                 raise ArgumentError(
-                    f"{type(self).__name__}: {name} must be a single number, got {value!r}"
+                    f"{type(self).__name__}: {name} must be a single number, got {plain(value)!r}"
                 )
             try:
                 v = float(value)
@@ -217,7 +217,7 @@ class Optimizer:
                 v = float("inf") if value > 0 else float("-inf")
             except (TypeError, ValueError):
                 raise ArgumentError(
-                    f"{type(self).__name__}: {name} must be a single number, got {value!r}"
+                    f"{type(self).__name__}: {name} must be a single number, got {plain(value)!r}"
                 ) from None
             _core.check(lib.pg_optim_set(self._o, name.encode(), v))
         else:

@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from .. import _core
-from .._args import INT_MAX, check_flag, check_number, match_arg
+from .._args import INT_MAX, as_float, check_flag, check_number, match_arg, plain
 from .._core import ffi, lib
 from ..errors import ArgumentError, PyggmlrValueError
 from ..tensor import Tensor
@@ -347,13 +347,13 @@ def clip_grad_value(params: Any, grads: Any = None, clip_value: float = 1.0) -> 
     finite |g| before clipping (0 without gradients). ggmlR 0.8.3."""
     if isinstance(clip_value, (bool, np.bool_)) or not isinstance(clip_value, numbers.Real):
         raise PyggmlrValueError(  # before params, as R's; the value shown as R's (issue 29)
-            f"clip_grad_value: clip_value must be a single positive finite number, got {clip_value!r}"
+            f"clip_grad_value: clip_value must be a single positive finite number, got {plain(clip_value)!r}"
         )
     _, tensors = _param_list(params, "clip_grad_value")
     arr = ffi.new("pg_tensor *[]", [t._handle() for t in tensors] or 1)
     out = ffi.new("double *")
     rc = lib.pg_clip_grad_value(
-        arr, len(tensors), _grads_handle(grads, "clip_grad_value"), float(clip_value), out
+        arr, len(tensors), _grads_handle(grads, "clip_grad_value"), as_float(clip_value), out
     )
     if rc:
         _core.raise_last(rc)
@@ -371,12 +371,12 @@ def check_grad_anomaly(
     action = match_arg(action, ("warn", "stop", "silent"), "check_grad_anomaly", "action")
     # then max_abs, as R's (issue 29): a wrong kind an ArgumentError, NaN a bad value
     if max_abs is not None:
-        msg = f"check_grad_anomaly: max_abs must be None or a single number, got {max_abs!r}"
+        msg = f"check_grad_anomaly: max_abs must be None or a single number, got {plain(max_abs)!r}"
         if isinstance(max_abs, (bool, np.bool_)) or not isinstance(max_abs, numbers.Real):
             raise ArgumentError(msg)
+        max_abs = as_float(max_abs)  # 10**400: Inf (math.isnan raised OverflowError)
         if math.isnan(max_abs):
             raise PyggmlrValueError(msg)
-        max_abs = float(max_abs)
     names, tensors = _param_list(params, "check_grad_anomaly")
     n = len(tensors)
     arr = ffi.new("pg_tensor *[]", [t._handle() for t in tensors] or 1)

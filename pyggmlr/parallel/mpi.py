@@ -22,7 +22,7 @@ from typing import Any, Dict, Optional, Sequence, Union
 import numpy as np
 
 from .. import _core, _walk
-from .._args import check_int, check_real
+from .._args import check_int, check_real, plain
 from .._core import F32, F64, NULL, ffi, lib
 from ..errors import ArgumentError, PyggmlrError, PyggmlrValueError
 from ..optim.optimizer import _grads_handle
@@ -88,7 +88,7 @@ def _buf_dtype(tensors, dtype):
         return F32
     if dtype in ("f64", np.float64):
         return F64
-    raise PyggmlrValueError(f"buffer dtype must be 'f32' or 'f64', got {dtype!r}")
+    raise PyggmlrValueError(f"buffer dtype must be 'f32' or 'f64', got {plain(dtype)!r}")
 
 
 def _np_dtype(code):
@@ -208,7 +208,7 @@ def _check_comm(MPI, comm, fn):
     ):
         raise ArgumentError(
             f"{fn}: comm must be an mpi4py communicator (e.g. MPI.COMM_WORLD) or None, got "
-            f"{type(comm).__name__} {comm!r}"[:200]
+            f"{type(plain(comm)).__name__} {plain(comm)!r}"[:200]
         )
 
 

@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Union
 import numpy as np
 
 from .. import _core, _walk
-from .._args import check_int, check_real
+from .._args import INT_MAX, as_float, check_int, check_real, is_real, plain, show
 from .._core import NULL, ffi, lib
 from ..errors import ArgumentError, PyggmlrValueError
 from ..optim.optimizer import _grads_handle, clip_grad_norm, optimizer_adam
@@ -74,17 +74,20 @@ def ag_copy_parameters(dst: Params, src: Params) -> None:
 
 
 def _verbose_every(verbose):
+    verbose = plain(verbose)  # np.True_ is True, as R's TRUE
     if verbose is None or verbose is False:
         return 0
     if verbose is True:
         return 1
-    try:
-        v = int(verbose)
-    except (TypeError, ValueError):
-        raise PyggmlrValueError(
-            f"dp_train: verbose must be TRUE/FALSE or an integer, got {verbose!r}"
-        ) from None
-    return max(v, 0)
+    # the wrong kind an ArgumentError, NaN or +/-Inf a bad value (int(inf) raised OverflowError),
+    # as R's .dp_every; past R's integers: the largest
+    msg = f"dp_train: verbose must be TRUE/FALSE or an integer, got {show(verbose)}"
+    if not is_real(verbose):
+        raise ArgumentError(msg)
+    v = as_float(verbose)
+    if not math.isfinite(v):
+        raise PyggmlrValueError(msg)
+    return int(min(max(v, 0), INT_MAX))
 
 
 def dp_train(
@@ -129,15 +132,17 @@ def dp_train(
     """
     if not callable(make_model):
         raise ArgumentError(
-            f"dp_train: make_model must be a function returning a model, got {type(make_model).__name__}"
+            "dp_train: make_model must be a function returning a model, got "
+            f"{type(plain(make_model)).__name__}"
         )
     if (
         isinstance(data, (str, bytes, dict))
+        or (isinstance(data, np.ndarray) and data.ndim == 0)  # (len() raised TypeError)
         or not hasattr(data, "__len__")
         or not hasattr(data, "__getitem__")
     ):
         raise ArgumentError(
-            f"dp_train: data must be a sequence (list) of samples, got {type(data).__name__}"
+            f"dp_train: data must be a list of samples, got {type(data).__name__}"  # R's words
         )
     if len(data) == 0:
         raise PyggmlrValueError("dp_train: data is empty")
@@ -160,10 +165,10 @@ def dp_train(
     )
     n_iter = check_int(n_iter, "dp_train", "n_iter", 0)
     every = _verbose_every(verbose)
-    max_norm = check_real(max_norm, "dp_train", "max_norm")
-    if math.isnan(max_norm) or max_norm < 0:
+    given, max_norm = max_norm, check_real(max_norm, "dp_train", "max_norm")
+    if math.isnan(max_norm) or max_norm < 0:  # the value as given (-1, not -1.0), as R's
         raise PyggmlrValueError(
-            f"dp_train: max_norm must be >= 0 (Inf: no clipping), got {max_norm}"
+            f"dp_train: max_norm must be >= 0 (Inf: no clipping), got {show(given)}"
         )
     for name, f in (("loss_fn", loss_fn), ("forward_fn", forward_fn), ("target_fn", target_fn)):
         if f is not None and not callable(f):

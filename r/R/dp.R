@@ -12,16 +12,20 @@
 .dp_every <- function(verbose) {
   if (is.null(verbose) || isFALSE(verbose)) return(0L)
   if (isTRUE(verbose)) return(1L)
-  if (!is.numeric(verbose) || length(verbose) != 1L || is.na(verbose))
-    .arg_stop("dp_train: verbose must be TRUE/FALSE or an integer")
-  max(as.integer(verbose), 0L)
+  # the wrong kind an argument error, NaN or +/-Inf a bad value (as.integer(Inf) warned, then
+  # failed unclassed: issue 29); past R's integers: the largest
+  if (!is.numeric(verbose) || is.factor(verbose) || length(verbose) != 1L || !is.finite(verbose))
+    .arg_stop("dp_train: verbose must be TRUE/FALSE or an integer, got ", .arg_show(verbose),
+              kind = if (is.numeric(verbose) && length(verbose) == 1L) "value" else "argument")
+  as.integer(max(min(verbose, .INT_MAX), 0))
 }
 
 dp_train <- function(make_model, data, loss_fn = NULL, forward_fn = NULL, target_fn = NULL,
                      n_replicas = NULL,
                      n_iter = 10L, lr = 1e-3, max_norm = Inf, verbose = 10L, n_gpu = NULL) {
   if (!is.function(make_model))
-    .arg_stop("dp_train: make_model must be a function returning a model")
+    .arg_stop("dp_train: make_model must be a function returning a model, got ",
+              class(make_model)[[1L]])  # the class, as Python's type name
   if (!is.list(data) || is.data.frame(data))
     .arg_stop(sprintf("dp_train: data must be a list of samples, got %s", class(data)[[1L]]))
   if (!length(data)) .arg_stop("dp_train: data is empty", kind = "value")
@@ -37,8 +41,12 @@ dp_train <- function(make_model, data, loss_fn = NULL, forward_fn = NULL, target
   n_rep <- if (is.null(n_replicas)) 1L else .dp_int(n_replicas, "n_replicas", 1L)
   n_iter <- .dp_int(n_iter, "n_iter", 0L)
   every <- .dp_every(verbose)
-  if (!is.numeric(max_norm) || length(max_norm) != 1L || is.na(max_norm) || max_norm < 0)
-    .arg_stop("dp_train: max_norm must be >= 0 (Inf: no clipping)", kind = "value")
+  # the wrong kind an argument error, NaN or a negative a bad value (Python's check_real)
+  if (!is.numeric(max_norm) || is.factor(max_norm) || length(max_norm) != 1L)
+    .arg_stop("dp_train: max_norm must be a number, got ", .arg_show(max_norm))
+  if (is.na(max_norm) || max_norm < 0)
+    .arg_stop("dp_train: max_norm must be >= 0 (Inf: no clipping), got ", .arg_show(max_norm),
+              kind = "value")
   fns <- list(loss_fn = loss_fn, forward_fn = forward_fn, target_fn = target_fn)
   for (nm in names(fns)) {
     f <- fns[[nm]]

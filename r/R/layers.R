@@ -248,8 +248,10 @@ ag_embedding <- function(vocab_size, dim) {
 
 ag_slice_rows <- function(x, from, n)  # whole numbers (1.5 was truncated), as Python's
   .wrap(.Call(R_pg_slice_rows, .need_tensor(x, "ag_slice_rows")$.ptr,
-              .arg_int(from, "ag_slice_rows", "from"),
-              .arg_int(n, "ag_slice_rows", "n")))
+              # R's integer range at both ends, as Python's (-1e300 reached an undefined
+              # (int64_t) cast: issue 29)
+              .arg_int(from, "ag_slice_rows", "from", -.INT_MAX),
+              .arg_int(n, "ag_slice_rows", "n", -.INT_MAX)))
 ag_concat_rows <- function(a, b)
   .wrap(.Call(R_pg_concat_rows, .need_tensor(a, "ag_concat_rows")$.ptr,
               .need_tensor(b, "ag_concat_rows")$.ptr))

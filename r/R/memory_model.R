@@ -37,12 +37,14 @@
               class(loss_fn)[[1L]])
   extra <- 0  # caller-owned input / target: live in training, allocated before the measurement
   if (is.null(x)) {
-    shp <- if (is.list(input_shape) &&
+    shp <- if (is.list(input_shape) && is.null(names(input_shape)) &&  # (a dict in Python)
                all(vapply(input_shape, is.numeric,
                           logical(1)))) unlist(input_shape) else input_shape
-    if (length(shp) == 1L) shp <- c(shp, batch_size)
-    if (!is.numeric(shp) || length(shp) != 2L || anyNA(shp) || any(shp <= 0) ||
-        any(shp != round(shp)))
+    # (c(TRUE, batch_size) was c(1, batch_size): a flag taken as a size)
+    if (is.numeric(shp) && length(shp) == 1L) shp <- c(shp, batch_size)
+    # finite and within R's integers (matrix() warned on Inf, then failed unclassed: issue 29)
+    if (!is.numeric(shp) || length(shp) != 2L || anyNA(shp) || any(!is.finite(shp)) ||
+        any(shp <= 0) || any(shp > .INT_MAX) || any(shp != round(shp)))
       .arg_stop(sprintf(paste0("%s: input_shape must be c(features) or c(features, batch) with ",
                           "positive whole numbers, got %s"),
                    fn, paste(deparse(input_shape), collapse = " ")), kind = "value")

@@ -5,7 +5,9 @@
 
 # padding: a number or numbers as doubles for the core, which checks the count and values
 .pad_values <- function(v, fn, dims) {
-  if (is.list(v) && all(vapply(v, function(e) is.numeric(e) && length(e) == 1L, logical(1))))
+  # an unnamed list of numbers as a vector (a named one is Python's dict: refused alike)
+  if (is.list(v) && is.null(names(v)) &&
+      all(vapply(v, function(e) is.numeric(e) && length(e) == 1L, logical(1))))
     v <- unlist(v)
   if (!is.numeric(v) || is.factor(v) || !length(v))
     .arg_fail("argument", "%s: padding must be %s, got %s", fn,

@@ -16,9 +16,16 @@
   warmup_cosine = function(e) e$last_step <- as.integer(e$st[[1L]]),
   warmup = function(e) e$last_epoch <- as.integer(e$st[[1L]]))
 
-# A count as ggmlR coerces it (as.integer). A wrong type or length becomes NA, which the core
-# rejects with ggmlR's message for that argument, in ggmlR's order of checks.
-.sched_count <- function(x) if (is.atomic(x) && length(x) == 1L) as.integer(x) else NA_integer_
+# A count as ggmlR coerces it (as.integer: truncated toward zero). A wrong type or length, NaN,
+# +/-Inf or a value past R's integers becomes NA without as.integer's warning ("NAs introduced by
+# coercion to integer range" leaked before the refusal: issue 29), which the core rejects with
+# ggmlR's message for that argument, in ggmlR's order of checks (Python's _whole).
+.sched_count <- function(x) {
+  if (!(is.numeric(x) || is.logical(x)) || is.factor(x) || length(x) != 1L ||
+      !is.finite(x) || abs(x) > .INT_MAX)
+    return(NA_integer_)
+  as.integer(x)
+}
 .sched_num <- function(x) if ((is.numeric(x) || is.logical(x)) &&
                               length(x) == 1L) as.numeric(x) else NA_real_
 

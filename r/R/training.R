@@ -117,7 +117,8 @@ ag_gradcheck <- function(fn, inputs, eps = NULL, atol = NULL, verbose = FALSE, q
     if (is.null(v)) return(dflt)
     if (!is.numeric(v) ||
         length(v) != 1L)
-      .arg_stop(sprintf("ag_gradcheck(): %s must be a single number or NULL", nm))
+      .arg_stop(sprintf("ag_gradcheck(): %s must be a single number or NULL, got %s", nm,
+                        class(v)[[1L]]))  # the class, as Python's type name
     as.double(v)
   }
   eps <- num1(eps, "eps", d[1L])

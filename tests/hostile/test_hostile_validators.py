@@ -4,6 +4,9 @@ value in turn (only PyggmlrError subclasses may escape), message positions and t
 entry points' numbers. The table of refusals: test_hostile_args.py."""
 
 import math
+import re
+from decimal import Decimal
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -152,6 +155,249 @@ def _plausible():
         (pg.ag_matmul_precision, dict(precision="default")),
         (pg.ag_tensor, dict(data=np.ones((2, 2)), device="cpu")),
     ]
+
+
+def _plausible_more():
+    """Public calls taking numbers that _plausible lacks (issue 29: conv, pooling, padding,
+    resizing, recurrent layers, gradcheck, attention, dp_train), plausible arguments each."""
+    pg.ggml_set_seed(1)
+    t = lambda r: pg.ag_tensor(np.ones((r, 2)))  # noqa: E731
+    conv = dict(stride=1, padding=0, dilation=1, groups=1)
+    rnn = dict(input_size=2, hidden_size=3, num_layers=1, dropout=0.0)
+    return [
+        (
+            pg.ag_conv2d,
+            dict(in_channels=1, out_channels=2, kernel_size=3, input_shape=(1, 4, 4), **conv),
+        ),  # fmt: skip
+        (
+            pg.ag_conv1d,
+            dict(in_channels=1, out_channels=2, kernel_size=3, input_shape=(1, 4), **conv),
+        ),  # fmt: skip
+        (
+            pg.ag_conv_transpose2d,
+            dict(in_channels=1, out_channels=2, kernel_size=3, output_padding=0, **conv),
+        ),  # fmt: skip
+        (
+            pg.ag_conv_transpose1d,
+            dict(in_channels=1, out_channels=2, kernel_size=3, output_padding=0, **conv),
+        ),  # fmt: skip
+        (
+            pg.ag_conv2d_op,
+            dict(
+                x=t(16),
+                weight=pg.ag_tensor(np.ones((2, 9))),
+                input_shape=(1, 4, 4),
+                kernel_size=3,
+                **conv,
+            ),
+        ),  # fmt: skip
+        (
+            pg.ag_conv1d_op,
+            dict(
+                x=t(16),
+                weight=pg.ag_tensor(np.ones((2, 3))),
+                input_shape=(1, 16),
+                kernel_size=3,
+                **conv,
+            ),
+        ),  # fmt: skip
+        (pg.ag_max_pool2d, dict(kernel_size=2, stride=1, padding=0)),
+        (pg.ag_avg_pool1d, dict(kernel_size=2, stride=1, padding=0)),
+        (
+            pg.ag_max_pool2d_op,
+            dict(x=t(16), kernel_size=2, stride=1, padding=0, input_shape=(1, 4, 4)),
+        ),  # fmt: skip
+        (pg.ag_pad2d, dict(padding=1, value=0.0)),
+        (pg.ag_pad1d_op, dict(x=t(16), padding=1, value=0.0, input_shape=(1, 16))),
+        (pg.ag_upsample2d, dict(scale_factor=2)),
+        (pg.ag_upsample1d_op, dict(x=t(16), scale_factor=2, input_shape=(1, 16))),
+        (pg.ag_lstm, rnn),
+        (pg.ag_gru, rnn),
+        (pg.ag_rnn, rnn),
+        (pg.ag_scale, dict(x=t(2), scalar=2.0)),
+        (pg.ag_pow, dict(x=t(2), p=2.0)),
+        (pg.ag_mean, dict(x=t(2), dim=1)),
+        (pg.ag_set_threads, dict(n=1)),
+        (pg.ggml_set_seed, dict(seed=1)),
+        (
+            pg.ag_estimate_training_memory,
+            dict(
+                model=pg.ag_sequential(pg.ag_linear(2, 3)), input_shape=2, batch_size=2, quiet=True
+            ),
+        ),  # fmt: skip
+        (pg.ag_tape_memory, dict(top=10, quiet=True)),
+        (pg.ag_normalization, dict(mean=[0.0, 0.0], variance=[1.0, 1.0], eps=1e-7)),
+        (pg.ag_flash_attention, dict(q=t(4), k=t(4), v=t(4), n_heads=2, scale=0.5)),
+        (
+            pg.ag_gradcheck,
+            dict(
+                fn=lambda d: pg.ag_sum(d["w"]),
+                inputs={"w": pg.ag_param(np.ones((2, 2)))},
+                eps=1e-3,
+                atol=1e-2,
+                rtol=1e-2,
+                quiet=True,
+            ),
+        ),  # fmt: skip
+        (
+            pg.lr_scheduler_cyclic,
+            dict(
+                optimizer=pg.optimizer_sgd([pg.ag_param(np.ones((2, 2)))]),
+                base_lr=0.1,
+                max_lr=1.0,
+                step_size_up=2,
+                step_size_down=2,
+            ),
+        ),  # fmt: skip
+        (
+            pg.lr_scheduler_onecycle,
+            dict(
+                optimizer=pg.optimizer_sgd([pg.ag_param(np.ones((2, 2)))]),
+                max_lr=0.1,
+                total_steps=10,
+                div_factor=25,
+                final_div_factor=1e4,
+            ),
+        ),  # fmt: skip
+        (
+            pg.dp_train,
+            dict(
+                make_model=lambda: pg.ag_sequential(pg.ag_linear(2, 2)),
+                data=[(np.zeros((2, 1)), np.zeros((2, 1)))],
+                n_replicas=1,
+                n_iter=1,
+                lr=0.01,
+                max_norm=1.0,
+                verbose=False,
+            ),
+        ),  # fmt: skip
+    ]
+
+
+# Python's own kinds of number (issue 29): an int past a double (R's 1e400), numpy scalars, a 0-d
+# array, complex, bytes, Decimal and Fraction (one past a double too)
+NUMBERS = [
+    10**400,
+    -(10**400),
+    np.float64("inf"),
+    np.float64("nan"),
+    np.int64(3),
+    np.float32(2),
+    np.bool_(True),
+    np.uint64(2**64 - 1),
+    np.array(3),
+    np.array(2.5),
+    1j,
+    b"x",
+    Decimal("2"),
+    Fraction(5, 2),
+    Fraction(10**400, 3),
+]
+
+
+def _numpy_shown(msg):
+    """A numpy scalar shown by its repr (np.float64(inf), np.True_) in an error text."""
+    return re.search(r"\bnp\.(?:[a-z]+\d*\(|True_|False_)", msg)
+
+
+def test_fuzz_python_numbers_only_typed_errors_escape():
+    """Each argument of every call of both tables replaced by each of NUMBERS: a PyggmlrError
+    or a result, never OverflowError (float(10**400)), TypeError (len() of a 0-d array) or
+    another builtin; no text shows a numpy scalar by its repr (R's text shows the value)."""
+    n, bad = 0, []
+    rows = _plausible() + _plausible_more()
+    for i, (fn, kw) in enumerate(rows):
+        for arg in list(kw):
+            for v in NUMBERS:
+                call = dict((_plausible() + _plausible_more())[i][1], **{arg: v})
+                try:
+                    with np.errstate(all="ignore"):
+                        fn(**call)
+                except pg.PyggmlrError as e:
+                    if _numpy_shown(str(e)):
+                        bad.append(f"{fn.__name__}({arg}={v!r}): {e}")
+                except Exception as e:  # noqa: BLE001  (the defect this test looks for)
+                    bad.append(f"{fn.__name__}({arg}={v!r}): {type(e).__name__}: {e}")
+                finally:
+                    pg.ag_device("cpu")
+                    pg.ag_matmul_precision("default")
+                n += 1
+    assert not bad, f"{len(bad)} of {n}:\n" + "\n".join(bad)
+    assert n > 3000
+
+
+def test_python_numbers_refused_with_the_value_as_r_shows_it():
+    """Whole texts: 10**400 is R's 1e400 (inf), a numpy scalar its Python value."""
+    sgd = lambda: pg.optimizer_sgd([pg.ag_param(np.ones((2, 2)))], lr=0.1)  # noqa: E731
+    cases = [
+        (lambda: pg.ag_conv2d(10**400, 2, 3), pg.PyggmlrValueError,
+         "ag_conv2d: in_channels must be an integer >= 1, got inf"),
+        (lambda: pg.ag_conv1d(2, 10**400, 3), pg.PyggmlrValueError,
+         "ag_conv1d: out_channels must be an integer >= 1, got inf"),
+        (lambda: pg.ag_conv2d(2, 2, 3, stride=-(10**400)), pg.PyggmlrValueError,
+         "ag_conv2d: stride must be an integer >= 1, got -inf"),
+        (lambda: pg.lr_scheduler_step(sgd(), step_size=10**400), pg.PyggmlrValueError,
+         "lr_scheduler_step: step_size must be >= 1"),
+        (lambda: pg.ag_linear(2, 3, gain=10**400), pg.PyggmlrValueError,
+         "ag_linear: gain must be a single finite number"),
+        (lambda: pg.clip_grad_value([pg.ag_param(np.ones((2, 2)))], clip_value=10**400),
+         pg.PyggmlrValueError,
+         "clip_grad_value: clip_value must be a single positive finite number, got inf"),
+        (lambda: pg.ag_linear(np.float64("inf"), 2), pg.PyggmlrValueError,
+         "ag_linear: in_features must be an integer >= 1, got inf"),
+        (lambda: pg.ag_lstm(2, 3, dropout=np.float32(2)), pg.PyggmlrValueError,
+         "ag_lstm: dropout must be a finite number in [0, 1), got 2.0"),
+        (lambda: pg.ag_fit(pg.ag_linear(2, 3), np.ones((2, 4)), nepoch=np.bool_(True)),
+         pg.ArgumentError, "ag_fit: nepoch must be an integer >= 1, got bool True"),
+        (lambda: pg.check_grad_anomaly([pg.ag_param(np.ones((2, 2)))], max_abs=np.bool_(True)),
+         pg.ArgumentError, "check_grad_anomaly: max_abs must be None or a single number, got True"),
+        (lambda: pg.optimizer_sgd(np.float64(2)), pg.ArgumentError,
+         "optimizer_sgd: is.list(params) is not TRUE (params must be a list of ag_tensors or a "
+         "model, got 2.0)"),
+        (lambda: pg.dp_train(lambda: pg.ag_linear(2, 2), [(np.zeros((2, 1)), np.zeros((2, 1)))],
+                             verbose=INF),
+         pg.PyggmlrValueError, "dp_train: verbose must be TRUE/FALSE or an integer, got inf"),
+        (lambda: pg.ag_conv2d_op(pg.ag_tensor(np.ones((16, 2))), pg.ag_tensor(np.ones((2, 9))),
+                                 input_shape=np.array(3)),
+         pg.ArgumentError, "ag_conv2d_op: input_shape must be (C, H, W), got array(3)"),
+    ]  # fmt: skip
+    dp = dict(data=[np.zeros((2, 1))], loss_fn=lambda o, s: pg.ag_sum(o), n_iter=1)
+    est = (
+        "ag_estimate_training_memory(): input_shape must be (features,) or (features, batch) "
+        "with positive whole numbers, got "
+    )
+    x = pg.ag_tensor(np.ones((2, 2)))
+    cases += [
+        # R's integer range at both ends (-2**70 raised OverflowError: int too big to convert)
+        (lambda: pg.ag_slice_rows(x, -(2**70), 1), pg.PyggmlrValueError,
+         "ag_slice_rows: from must be an integer >= -2147483647, got -1180591620717411303424"),
+        (lambda: pg.ag_slice_rows(x, 0, -1e300), pg.PyggmlrValueError,
+         "ag_slice_rows: n must be an integer >= -2147483647, got -1e+300"),
+        (lambda: pg.dp_train(lambda: pg.ag_linear(2, 2), max_norm=-1, **dp), pg.PyggmlrValueError,
+         "dp_train: max_norm must be >= 0 (Inf: no clipping), got -1"),
+        (lambda: pg.dp_train(lambda: pg.ag_linear(2, 2), verbose="x", **dp), pg.ArgumentError,
+         "dp_train: verbose must be TRUE/FALSE or an integer, got 'x'"),
+        (lambda: pg.dp_train(None, **dp), pg.ArgumentError,
+         "dp_train: make_model must be a function returning a model, got NoneType"),
+        (lambda: pg.ag_gradcheck(lambda d: pg.ag_sum(d["w"]), {"w": pg.ag_param(np.ones((2, 2)))},
+                                 quiet=np.array([1, 2])),
+         pg.ArgumentError, "ag_gradcheck(): quiet must be True or False, got ndarray array([1, 2])"),
+        (lambda: pg.ag_gradcheck(lambda d: pg.ag_sum(d["w"]), {"w": pg.ag_param(np.ones((2, 2)))},
+                                 eps="x"),
+         pg.ArgumentError, "ag_gradcheck(): eps must be a single number or None, got str"),
+        (lambda: pg.ag_rnn(2, 3, nonlinearity=np.array([1, 2])), pg.PyggmlrValueError,
+         "ag_rnn: nonlinearity must be 'tanh' or 'relu', got array([1, 2])"),
+        (lambda: pg.ag_estimate_training_memory(model=pg.ag_linear(2, 3), input_shape=10**400,
+                                                quiet=True),
+         pg.PyggmlrValueError, est + "inf"),
+        (lambda: pg.ag_estimate_training_memory(model=pg.ag_linear(2, 3), input_shape=(2, 2**31),
+                                                quiet=True),
+         pg.PyggmlrValueError, est + "(2, 2147483648)"),
+    ]  # fmt: skip
+    for f, cls, text in cases:
+        with pytest.raises(cls) as e:
+            f()
+        assert str(e.value) == text
 
 
 def test_fuzz_arguments_only_typed_errors_escape():

@@ -1,9 +1,10 @@
 """Python and R refuse bad input alike (issue 29, hostile use round 3): the fuzzer of
 tests/hostile/test_hostile_validators.py across both languages. Each public call of the table gets
 plausible arguments; each argument in turn is replaced by each hostile value (None/NULL, a string,
-TRUE, 2.5, -1, NaN, Inf, 1e19, a nested list, a numeric vector, a named list/dict, an opaque
-object); both languages must accept, or both refuse with the same class (R_CLASS) and the same
-text after _norm's language idioms. Two exemptions, both where R has no such value: an OS error
+TRUE, 2.5, -1, NaN, +/-Inf, 1e19, 2^31, a nested list, a numeric vector, a named list/dict, an
+opaque object); both languages must accept, or both refuse with the same class (R_CLASS) and the
+same text after _norm's language idioms, and R's refusal comes without a warning (as.integer's
+"NAs introduced by coercion to integer range" leaked before it: issue 29). Two exemptions, both where R has no such value: an OS error
 (Python's FileNotFoundError, R's pyggmlr_io_error) compares the class only, and Python's
 refusal of a 0-d value ("got a scalar") needs only some classed refusal in R, whose 2.5 is a
 length-1 vector. The R calls of a row run in one r.run."""
@@ -35,7 +36,9 @@ HOSTILE = [
     (-1, ["-1L", "-1"]),
     (NAN, ["NaN"]),
     (INF, ["Inf"]),
+    (-INF, ["-Inf"]),
     (10**19, ["1e19"]),
+    (2**31, ["2^31"]),  # one past R's integers (as.integer() warned there: issue 29)
     ([1, [2]], ["list(1, list(2))"]),
     (np.array([1, 2]), ["c(1, 2)"]),
     ({"a": 1}, ["list(a = 1)"]),
@@ -75,11 +78,13 @@ def _py_r(v):
     return repr(v)
 
 
-def A(py, val, rexpr=None, rname=None, rnested=None):
+def A(py, val, rexpr=None, rname=None, rnested=None, fuzz=True):
     """One argument: its Python name and plausible value (a callable: built fresh per call), its
     R expression (default: the value written in R), R name (default: the Python name) and, where
-    Python's [1, [2]] means something else there, its R form (rnested)."""
-    return (py, val, _py_r(val) if rexpr is None else rexpr, rname or py.rstrip("_"), rnested)
+    Python's [1, [2]] means something else there, its R form (rnested); fuzz=False: kept
+    plausible (a row about the other arguments)."""
+    rx = _py_r(val) if rexpr is None else rexpr
+    return (py, val, rx, rname or py.rstrip("_"), rnested, fuzz)
 
 
 def _sched(fn, rfn, *args):
@@ -176,6 +181,40 @@ ROWS = [  # (Python function, R function name, arguments)
      [A("model", _seq, _SEQ), A("path", "m.safetensors"), A("epoch", None)]),
     (pg.ag_load_model, "ag_load_model",  # m0.safetensors: saved by the fixture
      [A("path", "m0.safetensors"), A("model", _seq, _SEQ), A("device", None), A("dtype", None)]),
+    # issue 29, round 4: the numbers of the remaining layers, schedulers, gradcheck, dp_train
+    (pg.ag_conv_transpose2d, "ag_conv_transpose2d",
+     [A("in_channels", 1), A("out_channels", 2), A("kernel_size", 3), A("stride", 1),
+      A("padding", 0), A("output_padding", 0), A("groups", 1), A("dilation", 1)]),
+    (pg.ag_conv_transpose1d, "ag_conv_transpose1d",
+     [A("in_channels", 1), A("out_channels", 2), A("kernel_size", 3), A("stride", 1),
+      A("padding", 0), A("output_padding", 0)]),
+    (pg.ag_max_pool1d, "ag_max_pool1d", [A("kernel_size", 2), A("stride", None), A("padding", 0)]),
+    (pg.ag_avg_pool1d, "ag_avg_pool1d", [A("kernel_size", 2), A("stride", None), A("padding", 0)]),
+    (pg.ag_pad2d, "ag_pad2d", [A("padding", 1), A("value", 0.0), A("mode", "constant")]),
+    (pg.ag_pad1d, "ag_pad1d", [A("padding", 1), A("value", 0.0), A("mode", "constant")]),
+    (pg.ag_upsample2d, "ag_upsample2d", [A("scale_factor", 2), A("mode", "nearest")]),
+    (pg.ag_upsample1d, "ag_upsample1d", [A("scale_factor", 2), A("mode", "nearest")]),
+    (pg.ag_rnn, "ag_rnn",
+     [A("input_size", 2), A("hidden_size", 3), A("num_layers", 1), A("dropout", 0.0),
+      A("nonlinearity", "tanh")]),
+    _sched(pg.lr_scheduler_cyclic, "lr_scheduler_cyclic", A("base_lr", 0.1), A("max_lr", 1.0),
+           A("step_size_up", 2), A("step_size_down", 2)),
+    _sched(pg.lr_scheduler_onecycle, "lr_scheduler_onecycle", A("max_lr", 0.1),
+           A("total_steps", 10), A("div_factor", 25), A("final_div_factor", 1e4)),
+    (pg.ag_gradcheck, "ag_gradcheck",
+     [A("fn", lambda: (lambda d: pg.ag_sum(d["w"])), "function(d) ag_sum(d$w)", fuzz=False),
+      A("inputs", lambda: {"w": pg.ag_param(np.ones((2, 2)))},
+        "list(w = ag_param(matrix(1, 2, 2)))", fuzz=False),
+      A("eps", 1e-3), A("atol", 1e-2), A("rtol", 1e-2), A("quiet", True)]),
+    (pg.ag_estimate_training_memory, "ag_estimate_training_memory",
+     [A("model", _seq, _SEQ), A("input_shape", 2), A("batch_size", 2), A("quiet", True)]),
+    (pg.dp_train, "dp_train",
+     [A("make_model", lambda: (lambda: pg.ag_sequential(pg.ag_linear(2, 2))),
+        "function() ag_sequential(ag_linear(2, 2))", fuzz=False),
+      A("data", lambda: [np.zeros((2, 1))], "list(matrix(0, 2, 1))", fuzz=False),
+      A("loss_fn", lambda: (lambda o, s: pg.ag_sum(o)), "function(o, s) ag_sum(o)", fuzz=False),
+      A("n_replicas", 1), A("n_iter", 1), A("lr", 0.01), A("max_norm", 1.0),
+      A("verbose", False)]),
 ]
 # fmt: on
 
@@ -183,8 +222,11 @@ ROWS = [  # (Python function, R function name, arguments)
 # ---------------------------------------------------------------------------------------------
 # running a row in both languages
 
-_R_ONE = """tryCatch({{ suppressWarnings({call}); c("none", "") }},
-  error = function(e) c(class(e)[[1L]], .called(e, "{rfn}")))"""
+# a refused call's warnings come back too ("NAs introduced by coercion to integer range" before
+# the refusal: issue 29); an accepted call's are muffled
+_R_ONE = """{{ .w <- character(); tryCatch(withCallingHandlers({{ {call}; c("none", "", "") }},
+  warning = function(w) {{ .w <<- c(.w, conditionMessage(w)); invokeRestart("muffleWarning") }}),
+  error = function(e) c(class(e)[[1L]], .called(e, "{rfn}"), paste(.w, collapse = " | "))) }}"""
 # an error raised with the user-facing call (ggmlR's stop() in a scheduler: "Error in
 # lr_scheduler_step(...) : step_size must be >= 1") names the function as Python's "fn: " does
 _R_CALLED = """.called <- function(e, fn) {
@@ -217,8 +259,8 @@ def _plausible(args):
 def _r_calls(rfn, args):
     """Each (argument index, hostile index, R expression) and the R call text."""
     out = []
-    for i, (_, _, _, _, rnested) in enumerate(args):
-        for h, (_, rvals) in enumerate(HOSTILE):
+    for i, (_, _, _, _, rnested, fuzz) in enumerate(args):
+        for h, (_, rvals) in enumerate(HOSTILE if fuzz else []):
             for rv in rvals:
                 rv = rnested if rnested and rv == "list(1, list(2))" else rv
                 parts = [f"{a[3]} = {rv if j == i else a[2]}" for j, a in enumerate(args)]
@@ -230,7 +272,7 @@ def _r_outcomes(rfn, calls):
     body = ",\n".join(_R_ONE.format(call=c, rfn=rfn) for *_, c in calls)
     got = r.run(f"{_R_CALLED}on.exit({{{_RESET}}}); unlist(list({body}))")
     got = list(got)
-    return [(got[2 * k], got[2 * k + 1]) for k in range(len(calls))]
+    return [(got[3 * k], got[3 * k + 1], got[3 * k + 2]) for k in range(len(calls))]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -247,7 +289,7 @@ def _py_shows(v):
     """How Python's messages show the hostile value v."""
     shows = [repr(v)] if isinstance(v, str) else [repr(v), str(v)]
     if isinstance(v, np.ndarray):
-        shows += ["[1 2]"]
+        shows += ["[1 2]", "[1, 2]"]  # (its str; its tolist())
     if isinstance(v, int) and abs(v) > 2**53:  # the core shows a double
         shows += [f"{v:.0e}"]  # 1e+19
     if type(v) is object:  # (a regular expression: the address differs per run)
@@ -257,7 +299,8 @@ def _py_shows(v):
 
 def _r_shows(rv):
     """How R's messages show the R value rv (its deparse)."""
-    return {"-1L": ["-1L", "-1"], "1e19": ["1e+19"], "new.env()": ["<environment>"]}.get(rv, [rv])
+    shows = {"-1L": ["-1L", "-1"], "1e19": ["1e+19"], "2^31": ["2147483648"]}
+    return {**shows, "new.env()": ["<environment>"]}.get(rv, [rv])
 
 
 def _positions(msg):
@@ -279,6 +322,10 @@ def _norm(msg, shows, types):
     def idioms(t):
         t = re.sub(r"'(\w*)'", r'"\1"', t)  # a name in quotes: Python's 'cpu', R's "cpu"
         t = re.sub(r"\bc\(([A-Z](?:, [A-Z])*)\)", r"(\1)", t)  # a pair: R's c(H, W)
+        # a shape's names: R's c(left, right), c(features); Python's (left, right), (features,)
+        t = re.sub(r"\bc\(([a-z]+(?:, [a-z]+)*)\)", r"(\1)", t)
+        t = re.sub(r"\(([a-z]+),\)", r"(\1)", t)
+        t = re.sub(r" ?= ?", "=", t)  # an argument given: Python's x=, R's x =
         t = re.sub(r"\bt\((\w)\)", r"\1.T", t)  # a transpose: R's t(x), Python's x.T
         t = t.replace("a function(", "a callable(")  # what can be called
         # what a file name is: R's one string, Python's str / bytes / os.PathLike
@@ -299,7 +346,9 @@ def _drifts(fn, rfn, args):
     rgot = _r_outcomes(rfn, calls)
     out = []
     cache = {}
-    for (i, h, rv, rcall), (rcls, rmsg) in zip(calls, rgot):
+    for (i, h, rv, rcall), (rcls, rmsg, rwarn) in zip(calls, rgot):
+        if rwarn:  # a refusal is the classed condition alone
+            out.append(f"{rcall}\n    R warned before refusing ({rcls}): {rwarn}")
         if (i, h) not in cache:
             kw = _plausible(args)
             kw[args[i][0]] = HOSTILE[h][0]
