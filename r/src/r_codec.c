@@ -175,8 +175,8 @@ SEXP R_pg_config_match(SEXP text, SEXP names, SEXP rows, SEXP cols)
     int64_t *c = (int64_t *)R_alloc((size_t)n + 1, sizeof(int64_t));
     for (R_xlen_t i = 0; i < n; i++) {
         nm[i] = Rf_translateCharUTF8(STRING_ELT(names, i));
-        r[i] = (int64_t)REAL(rows)[i];
-        c[i] = (int64_t)REAL(cols)[i];
+        r[i] = r_i64(REAL(rows)[i]);
+        c[i] = r_i64(REAL(cols)[i]);
     }
     if (!pg_config_match(s, (int64_t)strlen(s), (int64_t)n, nm, r, c)) return R_NilValue;
     SEXP out = Rf_ScalarString(Rf_mkCharCE(pg_last_error(), CE_UTF8));

@@ -82,8 +82,8 @@ SEXP R_pg_images(SEXP data, SEXP shape, SEXP strides, SEXP dtype, SEXP fn)
 {
     int64_t s[4], st[4];
     for (int i = 0; i < 4; i++) {
-        s[i] = (int64_t)REAL(shape)[i];
-        st[i] = (int64_t)REAL(strides)[i];
+        s[i] = r_i64(REAL(shape)[i]);
+        st[i] = r_i64(REAL(strides)[i]);
     }
     return r_wrap(pg_images(REAL(data), s[0], s[1], s[2], s[3], st, Rf_asInteger(dtype),
                             CHAR(STRING_ELT(fn, 0))),
@@ -95,8 +95,8 @@ SEXP R_pg_sequences(SEXP data, SEXP shape, SEXP strides, SEXP dtype, SEXP fn)
 {
     int64_t s[3], st[3];
     for (int i = 0; i < 3; i++) {
-        s[i] = (int64_t)REAL(shape)[i];
-        st[i] = (int64_t)REAL(strides)[i];
+        s[i] = r_i64(REAL(shape)[i]);
+        st[i] = r_i64(REAL(strides)[i]);
     }
     return r_wrap(pg_sequences(REAL(data), s[0], s[1], s[2], st, Rf_asInteger(dtype),
                                CHAR(STRING_ELT(fn, 0))),
@@ -121,8 +121,8 @@ SEXP R_pg_set_image_shape(SEXP x, SEXP shape, SEXP fn)
 {
     int64_t s[3];
     if (!Rf_isNull(shape)) {
-        s[0] = (int64_t)REAL(shape)[2], s[1] = (int64_t)REAL(shape)[1];
-        s[2] = (int64_t)REAL(shape)[0];
+        s[0] = r_i64(REAL(shape)[2]), s[1] = r_i64(REAL(shape)[1]);
+        s[2] = r_i64(REAL(shape)[0]);
     }
     r_check(pg_tensor_set_image_shape(r_get(x, R_TENSOR), Rf_isNull(shape) ? NULL : s,
                                       CHAR(STRING_ELT(fn, 0))));

@@ -7,7 +7,7 @@
 SEXP R_pg_dist_average(SEXP params, SEXP n, SEXP grads)
 {
     pg_tensor **arr = r_handle_array(params, "dp_train");
-    int64_t np = (int64_t)Rf_asReal(n);
+    int64_t np = r_i64(Rf_asReal(n));
     if (TYPEOF(grads) != VECSXP) r_stopf(PG_STATUS_ERR_ARG, "dp_train: grads must be a list");
     R_xlen_t n_rep = XLENGTH(grads);
     if (np < 0 || n_rep < 1 || (int64_t)XLENGTH(params) != np * (int64_t)n_rep)

@@ -123,7 +123,7 @@ SEXP R_pg_fit_targets(SEXP dx, SEXP y, SEXP classify, SEXP outputs, SEXP nlevels
     int64_t nclass = -1;
     const int rc = pg_fit_targets((int64_t)a[0], (int64_t)a[1], INTEGER(dy)[0], INTEGER(dy)[1],
                                   REAL(y), Rf_asInteger(classify), ISNAN(k) ? -1 : (int64_t)k,
-                                  Rf_isNull(nlevels) ? -1 : (int64_t)Rf_asReal(nlevels), 1, "t(x)",
+                                  Rf_isNull(nlevels) ? -1 : r_i64(Rf_asReal(nlevels)), 1, "t(x)",
                                   "t(y)", &nclass);
     UNPROTECT(1);
     r_check(rc);
@@ -211,7 +211,7 @@ SEXP R_pg_fit_kind_fail(SEXP what, SEXP shown, SEXP epoch)
                               "CALLBACKS",       "CALLBACK", "LOSS_VALUE"};
     int k = 0;
     while (k < 9 && strcmp(CHAR(STRING_ELT(what, 0)), K[k])) k++;
-    r_check(pg_fit_kind_fail(k, CHAR(STRING_ELT(shown, 0)), (int64_t)Rf_asReal(epoch), 1));
+    r_check(pg_fit_kind_fail(k, CHAR(STRING_ELT(shown, 0)), r_i64(Rf_asReal(epoch)), 1));
     return R_NilValue;
 }
 
@@ -238,7 +238,7 @@ SEXP R_pg_fit_labels_check(SEXP loss, SEXP nlabels, SEXP ids)
 {
     ids = PROTECT(Rf_coerceVector(ids, REALSXP)); /* NA_integer_ -> NA_real_ (a NaN) */
     const int rc = pg_fit_labels_check(Rf_translateCharUTF8(STRING_ELT(loss, 0)),
-                                       (int64_t)Rf_asReal(nlabels), REAL(ids), XLENGTH(ids), 1);
+                                       r_i64(Rf_asReal(nlabels)), REAL(ids), XLENGTH(ids), 1);
     UNPROTECT(1);
     r_check(rc);
     return R_NilValue;

@@ -70,10 +70,10 @@ SEXP R_pg_fit_ckpt_more(SEXP i, SEXP arrays, SEXP dtype)
         for (R_xlen_t j = 0; j < XLENGTH(out); j++) SET_VECTOR_ELT(grown, j, VECTOR_ELT(out, j));
         for (R_xlen_t j = 0; j < XLENGTH(d); j++) {
             const char *k = utf8(dn, j);
-            int64_t need = pg_fit_ckpt_tensor_name((int64_t)Rf_asReal(i), kind, k, NULL, 0);
+            int64_t need = pg_fit_ckpt_tensor_name(r_i64(Rf_asReal(i)), kind, k, NULL, 0);
             if (need < 0) r_fail();
             char *buf = R_alloc((size_t)need + 1, 1);
-            pg_fit_ckpt_tensor_name((int64_t)Rf_asReal(i), kind, k, buf, need + 1);
+            pg_fit_ckpt_tensor_name(r_i64(Rf_asReal(i)), kind, k, buf, need + 1);
             SEXP e = SET_VECTOR_ELT(grown, XLENGTH(out) + j, r_named_list(F, 3));
             SET_VECTOR_ELT(e, 0, Rf_ScalarString(Rf_mkCharCE(buf, CE_UTF8)));
             SET_VECTOR_ELT(e, 1, VECTOR_ELT(d, j));

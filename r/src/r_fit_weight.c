@@ -27,7 +27,7 @@ SEXP R_pg_fit_set_weights(SEXP fp, SEXP code, SEXP sw, SEXP cw, SEXP nclass, SEX
     for (R_xlen_t i = 0; i < k; i++) s[i] = Rf_translateCharUTF8(STRING_ELT(labels, i));
     r_check(pg_fit_set_weights(r_get(fp, R_FIT), Rf_asInteger(code), dbl(sw),
                                Rf_isNull(sw) ? 0 : (int64_t)XLENGTH(sw), dbl(ids), dbl(w),
-                               Rf_isNull(w) ? 0 : (int64_t)XLENGTH(w), (int64_t)Rf_asReal(nclass),
+                               Rf_isNull(w) ? 0 : (int64_t)XLENGTH(w), r_i64(Rf_asReal(nclass)),
                                k ? s : NULL, (int64_t)k));
     return R_NilValue;
 }

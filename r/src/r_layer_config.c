@@ -50,7 +50,7 @@ SEXP R_pg_layer_shape(SEXP text, SEXP state)
     int64_t st[PG_SHAPE_STATE] = {-1, -1, -1, -1};
     if (!Rf_isReal(state) || XLENGTH(state) != PG_SHAPE_STATE)
         r_stopf(PG_STATUS_ERR_ARG, "summary: internal: the shape state");
-    for (int i = 0; i < PG_SHAPE_STATE; i++) st[i] = (int64_t)REAL(state)[i];
+    for (int i = 0; i < PG_SHAPE_STATE; i++) st[i] = r_i64(REAL(state)[i]);
     if (Rf_isString(text) && XLENGTH(text) == 1 && STRING_ELT(text, 0) != NA_STRING) {
         const char *s = Rf_translateCharUTF8(STRING_ELT(text, 0));
         r_check(pg_layer_shape(s, (int64_t)strlen(s), st));
@@ -67,7 +67,7 @@ SEXP R_pg_layer_shape_label(SEXP state)
     int64_t st[PG_SHAPE_STATE];
     if (!Rf_isReal(state) || XLENGTH(state) != PG_SHAPE_STATE)
         r_stopf(PG_STATUS_ERR_ARG, "summary: internal: the shape state");
-    for (int i = 0; i < PG_SHAPE_STATE; i++) st[i] = (int64_t)REAL(state)[i];
+    for (int i = 0; i < PG_SHAPE_STATE; i++) st[i] = r_i64(REAL(state)[i]);
     char b[160];
     if (pg_layer_shape_label(st, b, sizeof b) < 0) r_fail();
     return Rf_mkString(b);

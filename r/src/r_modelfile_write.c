@@ -77,7 +77,7 @@ SEXP R_pg_mf_save(SEXP path, SEXP model, SEXP more, SEXP fields, SEXP epoch, SEX
     for (int i = 0; i < PG_MF_FIELD_COUNT; i++)
         s.fields[i] =
             STRING_ELT(fields, i) == NA_STRING ? NULL : Rf_translateCharUTF8(STRING_ELT(fields, i));
-    if (!Rf_isNull(epoch)) s.epoch = (int64_t)Rf_asReal(epoch);
+    if (!Rf_isNull(epoch)) s.epoch = r_i64(Rf_asReal(epoch));
     if ((s.has_target = !Rf_isNull(target))) {
         SEXP l = VECTOR_ELT(target, 0), c = VECTOR_ELT(target, 1);
         s.target_loss = Rf_isNull(l) ? NULL : Rf_translateCharUTF8(STRING_ELT(l, 0));

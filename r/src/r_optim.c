@@ -57,7 +57,7 @@ SEXP R_pg_optim_zero_grad(SEXP h)
 SEXP R_pg_optim_state(SEXP h, SEXP i, SEXP slot)
 {
     pg_optim *o = r_get(h, R_OPTIM);
-    int64_t k = (int64_t)Rf_asReal(i);
+    int64_t k = r_i64(Rf_asReal(i));
     if (k < 0 || k >= pg_optim_nparams(o))
         r_stopf(PG_STATUS_ERR_VALUE, "optimizer state: parameter index out of range");
     pg_tensor *t = pg_optim_state(o, k, Rf_asInteger(slot));

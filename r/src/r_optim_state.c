@@ -233,6 +233,6 @@ SEXP R_pg_fit_opt_params(SEXP h, SEXP names, SEXP values, SEXP epoch)
         nm[i] = utf8(names, i);
         r_host_value(VECTOR_ELT(values, i), &v[i]);
     }
-    r_check(pg_fit_opt_params(o, (int64_t)n, nm, v, (int64_t)Rf_asReal(epoch)));
+    r_check(pg_fit_opt_params(o, (int64_t)n, nm, v, r_i64(Rf_asReal(epoch))));
     return R_NilValue;
 }

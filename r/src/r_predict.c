@@ -28,16 +28,16 @@ SEXP R_pg_predict_classify(SEXP loss, SEXP fn)
 /* ag_predict's later batch: its output rows must be the first batch's (the core's text) */
 SEXP R_pg_predict_batch_rows(SEXP fn, SEXP rows0, SEXP rows, SEXP batch_size)
 {
-    r_check(pg_predict_batch_rows(str_arg(fn), (int64_t)Rf_asReal(rows0), (int64_t)Rf_asReal(rows),
-                                  (int64_t)Rf_asReal(batch_size)));
+    r_check(pg_predict_batch_rows(str_arg(fn), r_i64(Rf_asReal(rows0)), r_i64(Rf_asReal(rows)),
+                                  r_i64(Rf_asReal(batch_size))));
     return R_NilValue;
 }
 
 /* ag_predict's batch of n samples: one output column per sample (the core's text) */
 SEXP R_pg_predict_batch_cols(SEXP fn, SEXP rows, SEXP cols, SEXP n, SEXP batch_size)
 {
-    r_check(pg_predict_batch_cols(str_arg(fn), (int64_t)Rf_asReal(rows), (int64_t)Rf_asReal(cols),
-                                  (int64_t)Rf_asReal(n), (int64_t)Rf_asReal(batch_size)));
+    r_check(pg_predict_batch_cols(str_arg(fn), r_i64(Rf_asReal(rows)), r_i64(Rf_asReal(cols)),
+                                  r_i64(Rf_asReal(n)), r_i64(Rf_asReal(batch_size))));
     return R_NilValue;
 }
 
@@ -53,7 +53,7 @@ SEXP R_pg_predict_transform(SEXP out, SEXP type, SEXP classify, SEXP loss, SEXP 
     int64_t rr = rows;
     int rc = pg_predict_transform("ag_predict", REAL(out), rows, n, Rf_asInteger(type),
                                   Rf_asInteger(classify), str_arg(loss),
-                                  (int64_t)Rf_asReal(n_classes), REAL(res), &rr);
+                                  r_i64(Rf_asReal(n_classes)), REAL(res), &rr);
     if (rc) {
         UNPROTECT(1);
         r_fail();

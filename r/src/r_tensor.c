@@ -277,7 +277,7 @@ SEXP R_pg_gradmap_ids(SEXP map)
 SEXP R_pg_gradmap_get(SEXP map, SEXP id)
 {
     pg_gradmap *m = r_get(map, R_GRADMAP);
-    pg_tensor *g = pg_gradmap_get_id(m, (int64_t)Rf_asReal(id));
+    pg_tensor *g = pg_gradmap_get_id(m, r_i64(Rf_asReal(id)));
     return g == NULL ? R_NilValue : r_matrix(g);
 }
 
@@ -285,7 +285,7 @@ SEXP R_pg_gradmap_get(SEXP map, SEXP id)
 SEXP R_pg_gradmap_set(SEXP map, SEXP id, SEXP value)
 {
     pg_gradmap *m = r_get(map, R_GRADMAP);
-    pg_tensor *g = pg_gradmap_get_id(m, (int64_t)Rf_asReal(id));
+    pg_tensor *g = pg_gradmap_get_id(m, r_i64(Rf_asReal(id)));
     if (g == NULL)
         r_stopf(PG_STATUS_ERR_VALUE, "no gradient with id %.0f in this map", Rf_asReal(id));
     g = pg_gradmap_own_value(m, g); /* the environment only: $grad keeps its values, as in ggmlR */

@@ -459,7 +459,7 @@ int64_t *r_dims(SEXP v, int *nd)
     *nd = (int)XLENGTH(r);
     int64_t *d = (int64_t *)R_alloc((size_t)(*nd ? *nd : 1), sizeof *d);
     for (int i = 0; i < *nd; i++)
-        d[i] = REAL(r)[i] >= 0 && REAL(r)[i] < 9e18 ? (int64_t)REAL(r)[i] : -1;
+        d[i] = REAL(r)[i] >= 0 && REAL(r)[i] < 9e18 ? r_i64(REAL(r)[i]) : -1;
     UNPROTECT(1);
     return d;
 }

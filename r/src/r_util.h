@@ -71,6 +71,12 @@ void r_fail(void) __attribute__((noreturn));
 void r_fail_hint(const char *(*hint)(void *), void *ctx) __attribute__((noreturn));
 /* a glue check's error, classed by its core status as the core's are (r_guard.c) */
 void r_stopf(int status, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
+/* an R double as int64_t: NaN or past int64's range gives INT64_MIN (what x86's conversion
+ * gives; C leaves such a cast undefined), which every core check refuses as out of range */
+static inline int64_t r_i64(double v)
+{
+    return v >= -9223372036854775808.0 && v < 9223372036854775808.0 ? (int64_t)v : INT64_MIN;
+}
 static inline void r_check(int rc)
 {
     if (rc != 0) r_fail();
