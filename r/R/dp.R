@@ -51,7 +51,7 @@ dp_train <- function(make_model, data, loss_fn = NULL, forward_fn = NULL, target
   for (nm in names(fns)) {
     f <- fns[[nm]]
     if (!is.null(f) && !is.function(f))
-      .arg_stop(sprintf("dp_train: %s must be a function or NULL", nm))
+      .arg_stop(sprintf("dp_train: %s must be a function or NULL, got %s", nm, class(f)[[1L]]))
   }
 
   replicas <- lapply(seq_len(n_rep), function(i) make_model())

@@ -379,6 +379,9 @@ def test_python_numbers_refused_with_the_value_as_r_shows_it():
          "dp_train: verbose must be TRUE/FALSE or an integer, got 'x'"),
         (lambda: pg.dp_train(None, **dp), pg.ArgumentError,
          "dp_train: make_model must be a function returning a model, got NoneType"),
+        # the callbacks' kind names what came, as R's does (R said no more than "or NULL")
+        (lambda: pg.dp_train(lambda: pg.ag_linear(2, 2), forward_fn="x", **dp), pg.ArgumentError,
+         "dp_train: forward_fn must be a function or None, got str"),
         (lambda: pg.ag_gradcheck(lambda d: pg.ag_sum(d["w"]), {"w": pg.ag_param(np.ones((2, 2)))},
                                  quiet=np.array([1, 2])),
          pg.ArgumentError, "ag_gradcheck(): quiet must be True or False, got ndarray array([1, 2])"),

@@ -212,7 +212,7 @@ ROWS = [  # (Python function, R function name, arguments)
      [A("make_model", lambda: (lambda: pg.ag_sequential(pg.ag_linear(2, 2))),
         "function() ag_sequential(ag_linear(2, 2))", fuzz=False),
       A("data", lambda: [np.zeros((2, 1))], "list(matrix(0, 2, 1))", fuzz=False),
-      A("loss_fn", lambda: (lambda o, s: pg.ag_sum(o)), "function(o, s) ag_sum(o)", fuzz=False),
+      A("loss_fn", lambda: (lambda o, s: pg.ag_sum(o)), "function(o, s) ag_sum(o)"),
       A("n_replicas", 1), A("n_iter", 1), A("lr", 0.01), A("max_norm", 1.0),
       A("verbose", False)]),
 ]

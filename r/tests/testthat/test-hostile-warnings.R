@@ -73,6 +73,12 @@ test_that("dp_train's verbose: Inf is a classed bad value, not a warning and an 
   expect_identical(r$warned, character())
   expect_null(r$e)
   expect_identical(out, "[dp_train] iter    1 / 1  loss = 0.000000")
+  # the callbacks' kind names what came, as Python's (it said no more than "or NULL")
+  for (nm in c("loss_fn", "forward_fn", "target_fn"))
+    .expect_quiet_refusal(do.call(dp_train, c(list(make, data, n_iter = 1L),
+                                              setNames(list("x"), nm))),
+                          "pyggmlr_argument_error",
+                          paste0("dp_train: ", nm, " must be a function or NULL, got character"))
 })
 
 # plausible arguments of public calls taking numbers; each replaced by each hostile value: a
