@@ -42,9 +42,6 @@ Size = Union[int, float, Sequence[Union[int, float]]]
 _KIND = {"max": lib.PG_POOL_KIND_MAX, "avg": lib.PG_POOL_KIND_AVG}
 
 
-_real = is_real  # (resize.py's name for it)
-
-
 def _sizes(v: Any, fn: str, arg: str, n: int) -> Any:
     """A number (every position) or n numbers as a double[n] for the core, which checks that
     they are whole and in range; None stays NULL."""
@@ -52,9 +49,9 @@ def _sizes(v: Any, fn: str, arg: str, n: int) -> Any:
         return ffi.NULL
     if isinstance(v, np.ndarray):
         v = v.tolist()
-    if _real(v):
+    if is_real(v):
         vals = [as_float(v)] * n
-    elif isinstance(v, (tuple, list)) and len(v) in (1, n) and all(_real(e) for e in v):
+    elif isinstance(v, (tuple, list)) and len(v) in (1, n) and all(is_real(e) for e in v):
         vals = [as_float(e) for e in v] * (n if len(v) == 1 else 1)
     else:
         what = "a number" if n == 1 else "a number or a pair (H, W) of numbers"
@@ -68,7 +65,7 @@ def _shape(v: Any, fn: str, n: int) -> Any:
         return ffi.NULL
     if isinstance(v, np.ndarray):
         v = v.tolist()
-    if not isinstance(v, (tuple, list)) or len(v) != n or not all(_real(e) for e in v):
+    if not isinstance(v, (tuple, list)) or len(v) != n or not all(is_real(e) for e in v):
         what = "(C, H, W)" if n == 3 else "(C, L)"
         raise ArgumentError(f"{fn}: input_shape must be {n} numbers {what} or None, got {show(v)}")
     return ffi.new("double[]", [as_float(e) for e in v])

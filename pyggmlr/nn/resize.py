@@ -13,12 +13,12 @@ from typing import Any, Dict, Optional, Sequence, Union
 
 import numpy as np
 
-from .._args import as_float, plain, show
+from .._args import as_float, is_real, plain, show
 from .._core import check, ffi, lib
 from ..errors import ArgumentError
 from ..tensor import ArrayLike, Tensor, _wrap
 from .base import Module, _as_tensor
-from .pooling import _real, _shape, _sizes
+from .pooling import _shape, _sizes
 
 __all__ = [
     "ag_pad2d_op",
@@ -39,8 +39,8 @@ def _padding(v: Any, fn: str, dims: int) -> Any:
     (1, 2 or 4; 1-D: 1 or 2) and that each is a whole number (negative: crop)."""
     if isinstance(v, np.ndarray):
         v = v.tolist()
-    vals = [v] if _real(v) else v
-    if not isinstance(vals, (tuple, list)) or not vals or not all(_real(e) for e in vals):
+    vals = [v] if is_real(v) else v
+    if not isinstance(vals, (tuple, list)) or not vals or not all(is_real(e) for e in vals):
         what = (
             "a number, a pair (H, W) or four (left, right, top, bottom) numbers"
             if dims == 2
@@ -51,7 +51,7 @@ def _padding(v: Any, fn: str, dims: int) -> Any:
 
 
 def _value(v: Any, fn: str) -> float:
-    if not _real(v):
+    if not is_real(v):
         raise ArgumentError(f"{fn}: value must be a number, got {show(v)}")
     return as_float(v)
 
