@@ -22,6 +22,14 @@
  * A block op(A)[i0 : i0+mc, p0 : p0+kc] -> slivers of mr rows: ap[s*kc*mr + p*mr + i].
  * B panel op(B)[p0 : p0+kc, j0 : j0+nc] -> slivers of nr columns: bp[s*kc*nr + p*nr + j]: the
  * same as packing op(B)^T's rows, with the transpose flag flipped (pack_a(!tb, ...)). */
+/* pack_a's whole slivers over the columns [pb, pe) of a block: MR a constant where it can be,
+ * so each column's copy unrolls */
+#define PACK_COLS 16
+#define PACK_RUN(MR)                                                                               \
+    for (; ir < full; ir += (MR), sl += kc * (MR))                                                 \
+        for (int64_t p = pb; p < pe; p++)                                                          \
+            for (int i = 0; i < (MR); i++) sl[p * (MR) + i] = a[i0 + ir + (p0 + p) * lda + i]
+
 #define GEMM_PACK(T)                                                                               \
     /* rows [i, rows) of an mr-row sliver of op(A) = A^T (i0: the sliver's first row), then   \
      * zero rows up to mr when padding */    \
@@ -38,18 +46,31 @@
     static void pack_a_##T(int ta, const T *a, int64_t lda, int64_t i0, int64_t p0, int64_t mc,    \
                            int64_t kc, int mr, T *ap, int pad)                                     \
     {                                                                                              \
-        for (int64_t ir = 0; ir < mc; ir += mr, ap += kc * mr) {                                   \
-            int64_t rows = mc - ir < mr ? mc - ir : mr;                                            \
-            if (ta) {                                                                              \
-                pack_at_rows_##T(a, lda, i0 + ir, p0, 0, rows, kc, mr, ap, pad);                   \
-                continue;                                                                          \
-            }                                                                                      \
-            for (int64_t p = 0; p < kc; p++) {                                                     \
-                const T *src = a + (i0 + ir) + (p0 + p) * lda;                                     \
-                T *dst = ap + p * mr;                                                              \
+        if (ta) {                                                                                  \
+            for (int64_t ir = 0; ir < mc; ir += mr, ap += kc * mr)                                 \
+                pack_at_rows_##T(a, lda, i0 + ir, p0, 0, mc - ir < mr ? mc - ir : mr, kc, mr, ap,  \
+                                 pad);                                                             \
+            return;                                                                                \
+        }                                                                                          \
+        /* PACK_COLS columns at a time, sliver by sliver: the block's columns stay in L1 while \
+         * its slivers read them in turn (whole slivers one after another read mr elements a   \
+         * column, lda apart: a cache miss each, past the prefetchers) and every sliver's      \
+         * writes stay one run */   \
+        const int64_t full = mc / mr * mr;                                                         \
+        for (int64_t pb = 0; pb < kc; pb += PACK_COLS) {                                           \
+            const int64_t pe = kc - pb < PACK_COLS ? kc : pb + PACK_COLS;                          \
+            T *sl = ap;                                                                            \
+            int64_t ir = 0;                                                                        \
+            if (mr == 6) PACK_RUN(6);                                                              \
+            else if (mr == 8) PACK_RUN(8);                                                         \
+            else if (mr == 16) PACK_RUN(16);                                                       \
+            else if (mr == 32) PACK_RUN(32);                                                       \
+            else PACK_RUN(mr);                                                                     \
+            for (int64_t p = pb; ir < mc && p < pe; p++) { /* a ragged last sliver */              \
+                const T *src = a + i0 + ir + (p0 + p) * lda;                                       \
                 int64_t i = 0;                                                                     \
-                for (; i < rows; i++) dst[i] = src[i];                                             \
-                for (; i < mr; i++) dst[i] = 0;                                                    \
+                for (; i < mc - ir; i++) sl[p * mr + i] = src[i];                                  \
+                for (; i < mr; i++) sl[p * mr + i] = 0;                                            \
             }                                                                                      \
         }                                                                                          \
     }
@@ -230,6 +251,9 @@ static int direct_aliases(int64_t sa, int64_t cols, int nr)
         unsigned char buf_[32 * DK_KC * 4 + 64]; /* 2 VL rows x KC: 32 KiB either type */          \
         const int copy = !pack && direct_aliases(sa * (int64_t)sizeof(T), S, nr2);                 \
         T *buf = (T *)(((uintptr_t)buf_ + 63) & ~(uintptr_t)63);                                   \
+        /* copied a side: two row tiles a copy where they fit (AVX2), each column read in one  \
+         * run of 2 VL rows, not two runs lda apart (a cache miss each) */   \
+        const int64_t group = (int64_t)(2 * mrv * DK_KC * sizeof(T)) <= 32 * DK_KC * 4 ? 2 : 1;    \
         for (int64_t pc = 0; pc < k; pc += DK_KC) {                                                \
             int64_t kc = k - pc < DK_KC ? k - pc : DK_KC;                                          \
             T bet = pc == 0 ? beta : (T)1;                                                         \
@@ -247,9 +271,12 @@ static int direct_aliases(int64_t sa, int64_t cols, int nr)
                 if (pack) {                                                                        \
                     PACK_A(T, 1, pk, ldp, r0, pc, rows, kc, mrv, buf, 0);                          \
                     ar = buf, sar = mrv;                                                           \
-                } else if (copy) {                                                                 \
-                    pack_a_##T(0, as, sa, r0, pc, rows, kc, mrv, buf, 0);                          \
-                    ar = buf, sar = mrv;                                                           \
+                } else if (copy) { /* group row tiles at a time, the first of them copies */       \
+                    int64_t g = (r0 / mrv) % group;                                                \
+                    if (g == 0)                                                                    \
+                        pack_a_##T(0, as, sa, r0, pc, R - r0 < group * mrv ? R - r0 : group * mrv, \
+                                   kc, mrv, buf, 0);                                               \
+                    ar = buf + g * kc * mrv, sar = mrv;                                            \
                 } else ar = as + r0 + pc * sa;                                                     \
                 if (main_) DK_COLS(tab[nv - 1], part, nrmax, ar, c + r0 * rc, main_);              \
                 if (half == 2 && k2 && r0 + main_ > 0)                                             \

@@ -272,14 +272,21 @@ def test_builtin_gemm_paths_give_identical_bits(builtin_gemm, gemm_path, rng, dt
         (44, 300, 9),
         (1024, 300, 100),  # columns of A 4 / 8 KiB apart: the direct path copies its a side
         (256, 40, 200),  # 1 / 2 KiB apart, 34 column tiles: copied too
+        (512, 70, 60),  # copied, and packed with a k block that is not whole 16-column blocks
     ]
     for m, k, n, ta, tb, a, b in _gemm_layouts(rng, shapes, dt):
         outs = []
         for path in (1, 0, -1):
             assert gemm_path(path) == path
-            outs.append(_bits(_matmul_t(a, b, ta=ta, tb=tb, alpha=-0.75).numpy()))
+            outs.append(_matmul_t(a, b, ta=ta, tb=tb, alpha=-0.75).numpy())
         for o in outs[1:]:
-            np.testing.assert_array_equal(o, outs[0], err_msg=f"{m}x{k}x{n} ta={ta} tb={tb}")
+            np.testing.assert_array_equal(
+                _bits(o), _bits(outs[0]), err_msg=f"{m}x{k}x{n} ta={ta} tb={tb}"
+            )
+        # and right: a packing or copy both paths share would agree with itself
+        want = -0.75 * (_op(a.numpy(), ta).astype(np.float64) @ _op(b.numpy(), tb))
+        tol = dict(rtol=1e-4, atol=1e-3) if dt == "f32" else dict(rtol=1e-12, atol=1e-11)
+        np.testing.assert_allclose(outs[0], want, **tol, err_msg=f"{m}x{k}x{n} ta={ta} tb={tb}")
 
 
 @pytest.mark.parametrize("dt", ["f64", "f32"])
@@ -342,6 +349,8 @@ def test_builtin_gemm_threads_give_identical_bits(builtin_gemm, gemm_path, gemm_
         (7, 5, 310),
         (300, 40, 7),
         (150, 300, 70),
+        (256, 40, 200),  # the direct path copies its a side two row tiles at a time: the
+        # threads' row ranges end inside a pair
     ]
     for path in (-1, 0):
         gemm_path(path)
