@@ -111,6 +111,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_mem_optim_parse", (DL_FUNC)&R_pg_mem_optim_parse, 2},
     {"R_pg_mem_model_dtypes", (DL_FUNC)&R_pg_mem_model_dtypes, 1},
     {"R_pg_mem_target_shape", (DL_FUNC)&R_pg_mem_target_shape, 1},
+    {"R_pg_mem_input_shape", (DL_FUNC)&R_pg_mem_input_shape, 3},
     {"R_pg_mem_estimate", (DL_FUNC)&R_pg_mem_estimate, 2},
     {"R_pg_memory_report", (DL_FUNC)&R_pg_memory_report, 4},
     {"R_pg_memory_trim", (DL_FUNC)&R_pg_memory_trim, 0},

@@ -98,6 +98,7 @@ extern SEXP R_pg_estimate_params(SEXP);
 extern SEXP R_pg_mem_optim_parse(SEXP, SEXP);
 extern SEXP R_pg_mem_model_dtypes(SEXP);
 extern SEXP R_pg_mem_target_shape(SEXP);
+extern SEXP R_pg_mem_input_shape(SEXP, SEXP, SEXP);
 extern SEXP R_pg_mem_estimate(SEXP, SEXP);
 extern SEXP R_pg_memory_report(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_memory_trim(void);
