@@ -218,8 +218,8 @@ lr_scheduler_warmup <- function(optimizer, warmup_steps, after = NULL, start_fac
                    call)
   .sched_need_num(start_factor, "start_factor", call)
   e <- .sched_make("warmup", "lr_scheduler_warmup", optimizer, r,
-                   list(warmup_steps = as.integer(r[[1L]][[1L]]), after = after, start_factor = start_factor,
-                        base_lr = base))
+                   list(warmup_steps = as.integer(r[[1L]][[1L]]), after = after,
+                        start_factor = start_factor, base_lr = base))
   warm <- e$step
   e$step <- function() {
     warm()
