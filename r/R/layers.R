@@ -181,14 +181,10 @@ ag_layer_norm <- function(normalized_shape, eps = 1e-5, elementwise_affine = TRU
                           num_features = NULL) {
   # older name
   if (missing(normalized_shape) && !is.null(num_features)) normalized_shape <- num_features
-  # as Python's: one finite number >= 1 in R's integer range, truncated as ggmlR's as.integer()
-  # (4.9 -> 4); a factor ("3" -> level 1), a data frame, a logical or a string is refused
-  v <- normalized_shape
-  if (!is.numeric(v) || is.factor(v) || length(v) != 1L || length(dim(v)) > 1L || !is.finite(v) ||
-      v < 1 || v > .INT_MAX)
-    .arg_fail("value", "ag_layer_norm: normalized_shape must be a single positive integer, got %s",
-              .arg_show(v))
-  d <- as.integer(v)
+  # one number >= 1 in R's integer range, truncated as ggmlR's as.integer() (4.9 -> 4): the core's
+  # rule and text (as Python's); a factor, a data frame, a logical or a string is a bad value
+  d <- .arg_count(normalized_shape, "ag_layer_norm", "normalized_shape",
+                  "a single positive integer", kind_error = FALSE)
   eps <- .arg_num(eps, "ag_layer_norm", "eps", 0)
   e <- .layer("layer_norm", sprintf("layer_norm(%d)", d))
   e$normalized_shape <- d

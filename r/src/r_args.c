@@ -36,6 +36,16 @@ SEXP R_pg_arg_num(SEXP fn, SEXP arg, SEXP v, SEXP lo, SEXP hi, SEXP lo_open, SEX
     return R_NilValue;
 }
 
+/* a count truncated as as.integer (pg_arg_count): the integer, or the classed refusal */
+SEXP R_pg_arg_count(SEXP fn, SEXP arg, SEXP v, SEXP lo, SEXP rule, SEXP shown, SEXP wrong_kind)
+{
+    double out = 0;
+    r_check(pg_arg_count(str_or_null(fn), str_or_null(arg), Rf_asReal(v), Rf_asReal(lo),
+                         str_or_null(rule), str_or_null(shown), Rf_asLogical(wrong_kind) == 1,
+                         &out));
+    return Rf_ScalarInteger((int)out);
+}
+
 /* ag_save_model(epoch=): the core's rule (pg_mf_epoch_arg), as R_pg_arg_int */
 SEXP R_pg_mf_epoch_arg(SEXP v, SEXP shown, SEXP wrong_kind)
 {

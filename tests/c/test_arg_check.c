@@ -172,4 +172,19 @@ void test_fit_args(void)
               "ag_fit: metrics need targets y");
     CHECK(codes[0] == PG_METRIC_AUC && codes[1] == PG_METRIC_F1); /* untouched on failure */
     CHECK(pg_fit_metric_codes_fit(NULL, 2, 1) == -PG_STATUS_ERR_ARG);
+
+    /* a count as R's as.integer (pg_arg_count): truncated toward zero, [lo, INT_MAX + 1) */
+    double n = 0;
+    CHECK(pg_arg_count("f", "k", 1.9, 1, "a positive integer", "1.9", 0, &n) == 0 && n == 1);
+    CHECK(pg_arg_count("f", "k", 2147483647.5, 1, "r", "x", 0, &n) == 0 && n == 2147483647.0);
+    CHECK(pg_arg_count("f", "k", -0.5, -1, "r", "x", 0, &n) == 0 && n == 0 && !signbit(n));
+    const double no[] = {0.99, NAN, INFINITY, 2147483648.0, 1e12, -5};
+    for (int i = 0; i < 6; i++)
+        CHECK_ERR(pg_arg_count("optimizer_adam", "accumulate_steps", no[i], 1, "a positive integer",
+                               "v", 0, &n) != 0,
+                  PG_STATUS_ERR_VALUE,
+                  "optimizer_adam: accumulate_steps must be a positive integer, got v");
+    CHECK_ERR(pg_arg_count("f", "k", 3, 1, "a positive integer", "'a'", 1, &n) != 0,
+              PG_STATUS_ERR_ARG, "f: k must be a positive integer, got 'a'");
+    CHECK_ERR(pg_arg_count("f", "k", 3, 1, NULL, "x", 0, &n) != 0, PG_STATUS_ERR_ARG, "NULL");
 }

@@ -121,3 +121,47 @@ def test_input_shape_batch_alike():
         _SHAPE.format(_R, "2"),
         setup=_M,
     )
+
+
+# counts as R's as.integer() takes them (pg_arg_count): (Python call, R call, type, Python's
+# text, R's text or None: the same)
+_ACC = "optimizer_adam: accumulate_steps must be a positive integer, got {}"
+_LN = "ag_layer_norm: normalized_shape must be a single positive integer, got {}"
+_P = "p <- list(ag_param(matrix(1, 2, 2))); "
+_COUNT_REFUSALS = [
+    ("accumulate_steps 0.5", lambda: pg.optimizer_adam(_ps(), accumulate_steps=0.5),
+     "optimizer_adam(p, accumulate_steps = 0.5)", pg.PyggmlrValueError, _ACC.format("0.5"), None),
+    ("accumulate_steps NaN", lambda: pg.optimizer_adam(_ps(), accumulate_steps=math.nan),
+     "optimizer_adam(p, accumulate_steps = NaN)", pg.PyggmlrValueError, _ACC.format("nan"),
+     _ACC.format("NaN")),
+    ("accumulate_steps 2^31", lambda: pg.optimizer_adam(_ps(), accumulate_steps=2.0**31),
+     "optimizer_adam(p, accumulate_steps = 2^31)", pg.PyggmlrValueError,
+     _ACC.format("2147483648.0"), _ACC.format("2147483648")),
+    ("accumulate_steps 'a'", lambda: pg.optimizer_adam(_ps(), accumulate_steps="a"),
+     "optimizer_adam(p, accumulate_steps = 'a')", pg.ArgumentError, _ACC.format("'a'"),
+     _ACC.format('"a"')),
+    ("normalized_shape 0.5", lambda: pg.ag_layer_norm(0.5), "ag_layer_norm(0.5)",
+     pg.PyggmlrValueError, _LN.format("0.5"), None),
+    ("normalized_shape Inf", lambda: pg.ag_layer_norm(math.inf), "ag_layer_norm(Inf)",
+     pg.PyggmlrValueError, _LN.format("inf"), _LN.format("Inf")),
+    ("normalized_shape TRUE", lambda: pg.ag_layer_norm(True), "ag_layer_norm(TRUE)",
+     pg.PyggmlrValueError, _LN.format("True"), _LN.format("TRUE")),
+]  # fmt: skip
+
+
+def _ps():
+    return [pg.ag_param(np.ones((2, 2)))]
+
+
+@pytest.mark.parametrize("case", _COUNT_REFUSALS, ids=[c[0] for c in _COUNT_REFUSALS])
+def test_arg_count_refused_alike(case):
+    _, call, rcall, exc, text, rtext = case
+    same_refusal(call, rcall, exc, text, rtext, setup=_P)
+
+
+def test_arg_count_truncated_alike():
+    o = pg.optimizer_adam(_ps(), accumulate_steps=2.9)
+    got = r.run(_P + "o <- optimizer_adam(p, accumulate_steps = 2.9); "
+                "list(o$accumulate_steps, ag_layer_norm(4.9)$normalized_shape)")  # fmt: skip
+    assert o.accumulate_steps == 2 and pg.ag_layer_norm(4.9).normalized_shape == 4
+    assert got == [2, 4]
