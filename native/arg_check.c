@@ -69,3 +69,11 @@ int pg_arg_count(const char *fn, const char *arg, double v, double lo, const cha
     *out = trunc(v) + 0.0; /* + 0.0: no -0 */
     return 0;
 }
+
+int pg_arg_real(const char *fn, const char *arg, double v, double lo, int lo_open, const char *rule,
+                const char *shown, int wrong_kind)
+{
+    if (!fn || !arg || !rule) return pg_fail(PG_STATUS_ERR_ARG, "pg_arg_real(): NULL");
+    const int ok = !wrong_kind && isfinite(v) && (lo_open ? v > lo : v >= lo);
+    return ok ? 0 : refuse(fn, arg, rule, shown, wrong_kind);
+}

@@ -237,14 +237,7 @@ class ag_multihead_attention(Module):
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True) -> None:
         d = check_int(d_model, "ag_multihead_attention", "d_model", 1)
         h = check_int(n_heads, "ag_multihead_attention", "n_heads", 1)
-        if d < 1 or h < 1:
-            raise PyggmlrValueError(
-                f"ag_multihead_attention: d_model and n_heads must be >= 1, got {d} and {h}"
-            )
-        if d % h:
-            raise PyggmlrValueError(
-                f"ag_multihead_attention: d_model ({d}) must be divisible by n_heads ({h})"
-            )
+        _core.check(lib.pg_mha_check_sizes(d, h))  # the core's rule and text, as R's
         dropout = check_num(dropout, "ag_multihead_attention", "dropout", 0, 1, hi_open=True)
         self.d_model, self.n_heads = d, h
         self.d_k = self.d_v = d // h

@@ -255,9 +255,7 @@ ag_concat_rows <- function(a, b)
 ag_multihead_attention <- function(d_model, n_heads, dropout = 0.0, bias = TRUE) {
   d_model <- .arg_int(d_model, "ag_multihead_attention", "d_model", 1L)
   n_heads <- .arg_int(n_heads, "ag_multihead_attention", "n_heads", 1L)
-  if (d_model %% n_heads != 0L)  # Python's text (ggmlR's is a stopifnot)
-    .arg_fail("value", "ag_multihead_attention: d_model (%d) must be divisible by n_heads (%d)",
-              d_model, n_heads)
+  .Call(R_pg_mha_check_sizes, d_model, n_heads)  # the core's rule and text (ggmlR's: stopifnot)
   dropout <- .arg_num(dropout, "ag_multihead_attention", "dropout", 0, 1, hi_open = TRUE)
   e <- .layer("multihead_attention", sprintf("multihead_attention(d=%d, h=%d)", d_model, n_heads))
   e$d_model <- d_model

@@ -165,3 +165,24 @@ def test_arg_count_truncated_alike():
                 "list(o$accumulate_steps, ag_layer_norm(4.9)$normalized_shape)")  # fmt: skip
     assert o.accumulate_steps == 2 and pg.ag_layer_norm(4.9).normalized_shape == 4
     assert got == [2, 4]
+
+
+_MHA = "ag_multihead_attention: d_model ({}) must be divisible by n_heads ({})"
+_MGN = "ag_capture_step: max_grad_norm must be one positive finite number, got {}"
+
+
+@pytest.mark.parametrize("dh", [(10, 4), (6, 4)])
+def test_mha_sizes_refused_alike(dh):
+    d, h = dh
+    same_refusal(lambda: pg.ag_multihead_attention(d, h), f"ag_multihead_attention({d}, {h})",
+                 pg.PyggmlrValueError, _MHA.format(d, h))  # fmt: skip
+
+
+@pytest.mark.parametrize("case", [(0, "0", "0"), (-1.5, "-1.5", "-1.5"),
+                                  (math.inf, "inf", "Inf"), ("a", "'a'", '"a"')])  # fmt: skip
+def test_max_grad_norm_refused_alike(case):
+    v, shown, rshown = case
+    rv = {"inf": "Inf", "'a'": "'a'"}.get(shown, shown)
+    same_refusal(lambda: pg.ag_capture_step(len, max_grad_norm=v),
+                 f"ag_capture_step(identity, max_grad_norm = {rv})", pg.PyggmlrValueError,
+                 _MGN.format(shown), _MGN.format(rshown))  # fmt: skip
