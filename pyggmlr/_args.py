@@ -101,9 +101,9 @@ def check_int(v, fn, arg, lo=None, hi=INT_MAX, rule=None, core=None):
     return iv
 
 
-def check_count(v, fn, arg, rule, lo=1, shown=None, kind_error=True):
+def check_as_integer(v, fn, arg, rule, lo=1, shown=None, kind_error=True):
     """A count as R's as.integer() takes it (the core's rule and text, pg_arg_count, as R's
-    .arg_count): one real number >= lo and below INT_MAX + 1, truncated toward zero (1.9 is 1).
+    .arg_as_integer): one real number >= lo and below INT_MAX + 1, truncated toward zero (1.9 is 1).
     The wrong kind an ArgumentError (kind_error False: read as NaN, a PyggmlrValueError)."""
     kind = is_real(v)
     out, b = ffi.new("double *"), (show(v, kind) if shown is None else shown).encode()

@@ -12,7 +12,7 @@ from typing import Any, Dict, Optional
 import numpy as np
 
 from .. import _core
-from .._args import check_count, check_int, check_num, show
+from .._args import check_as_integer, check_int, check_num, show
 from .._core import NULL, ffi, lib
 from ..errors import PyggmlrValueError, ShapeError
 from ..ops import _class_ids, ag_add, ag_matmul
@@ -125,7 +125,7 @@ class ag_layer_norm(Module):
             F = F[0]
         # as.integer truncates, as in ggmlR (the core's rule and text, as R's); any kind: a value
         rule, shown = "a single positive integer", show(normalized_shape)
-        F = check_count(F, "ag_layer_norm", "normalized_shape", rule, 1, shown, False)
+        F = check_as_integer(F, "ag_layer_norm", "normalized_shape", rule, 1, shown, False)
         eps = check_num(eps, "ag_layer_norm", "eps", 0)
         self.normalized_shape, self.eps = F, eps
         self.elementwise_affine = _is_true(elementwise_affine)  # isTRUE, as ggmlR (spec 5.1)

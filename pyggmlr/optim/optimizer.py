@@ -9,7 +9,7 @@ from typing import Any, Dict, List
 import numpy as np
 
 from .. import _core, _walk
-from .._args import check_count, plain, r_num
+from .._args import check_as_integer, plain, r_num
 from .._core import NULL, ffi, lib
 from ..errors import ArgumentError, PyggmlrValueError, StateError
 from ..tape import Gradients
@@ -152,7 +152,7 @@ class Optimizer:
         if "accumulate_steps" in hyper:
             v = hyper["accumulate_steps"]  # ggmlR's as.integer (1.9 is 1): the core's rule
             rule = "a positive integer"
-            hyper["accumulate_steps"] = check_count(
+            hyper["accumulate_steps"] = check_as_integer(
                 v, cls, "accumulate_steps", rule, 1, repr(plain(v))
             )
         if "average" in hyper:  # isTRUE(average)

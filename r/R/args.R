@@ -63,9 +63,9 @@
 }
 
 # a count as as.integer() takes it (truncated: 1.9 is 1), >= lo and below .INT_MAX + 1: the core's
-# rule and text (pg_arg_count, as Python's check_count); the wrong kind an argument error, or
+# rule and text (pg_arg_count, as Python's check_as_integer); the wrong kind an argument error, or
 # (kind_error FALSE) read as NaN, a bad value
-.arg_count <- function(v, fn, arg, rule, lo = 1, kind_error = TRUE) {
+.arg_as_integer <- function(v, fn, arg, rule, lo = 1, kind_error = TRUE) {
   kind <- is.numeric(v) && !is.factor(v) && length(v) == 1L && length(dim(v)) <= 1L
   .Call(R_pg_arg_count, fn, arg, if (kind) as.double(v) else NaN, lo, rule, .arg_show(v),
         kind_error && !kind)

@@ -183,7 +183,7 @@ ag_layer_norm <- function(normalized_shape, eps = 1e-5, elementwise_affine = TRU
   if (missing(normalized_shape) && !is.null(num_features)) normalized_shape <- num_features
   # one number >= 1 in R's integer range, truncated as ggmlR's as.integer() (4.9 -> 4): the core's
   # rule and text (as Python's); a factor, a data frame, a logical or a string is a bad value
-  d <- .arg_count(normalized_shape, "ag_layer_norm", "normalized_shape",
+  d <- .arg_as_integer(normalized_shape, "ag_layer_norm", "normalized_shape",
                   "a single positive integer", kind_error = FALSE)
   eps <- .arg_num(eps, "ag_layer_norm", "eps", 0)
   e <- .layer("layer_norm", sprintf("layer_norm(%d)", d))

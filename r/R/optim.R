@@ -97,8 +97,8 @@
 .make_optimizer <- function(kind, params, hyper, cls, where) {
   params <- .opt_params(params, where)
   # ggmlR's as.integer() truncation (1.9 -> 1): the core's rule and text, as Python's
-  hyper$accumulate_steps <- .arg_count(hyper$accumulate_steps, where, "accumulate_steps",
-                                       "a positive integer")
+  hyper$accumulate_steps <- .arg_as_integer(hyper$accumulate_steps, where, "accumulate_steps",
+                                            "a positive integer")
   hyper$average <- isTRUE(hyper$average)
   # .subset2: a tensor's `$` dispatches (a third of an optimizer's set-up in ag_fit)
   res <- .Call(R_pg_optim_new, .pg$code$optim[[toupper(kind)]], lapply(params, .subset2, ".ptr"))
