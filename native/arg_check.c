@@ -58,3 +58,22 @@ int pg_arg_num(const char *fn, const char *arg, double v, const double *lo, cons
         (!hi || (hi_open ? v < *hi : v <= *hi));
     return ok ? 0 : refuse(fn, arg, rng, shown, wrong_kind);
 }
+
+int pg_arg_count(const char *fn, const char *arg, double v, double lo, const char *rule,
+                 const char *shown, int wrong_kind, double *out)
+{
+    if (!fn || !arg || !rule || !out) return pg_fail(PG_STATUS_ERR_ARG, "pg_arg_count(): NULL");
+    /* as.integer keeps (-INT_RANGE - 1, INT_RANGE + 1); NaN fails both */
+    if (wrong_kind || !(v >= lo && v < INT_RANGE + 1))
+        return refuse(fn, arg, rule, shown, wrong_kind);
+    *out = trunc(v) + 0.0; /* + 0.0: no -0 */
+    return 0;
+}
+
+int pg_arg_real(const char *fn, const char *arg, double v, double lo, int lo_open, const char *rule,
+                const char *shown, int wrong_kind)
+{
+    if (!fn || !arg || !rule) return pg_fail(PG_STATUS_ERR_ARG, "pg_arg_real(): NULL");
+    const int ok = !wrong_kind && isfinite(v) && (lo_open ? v > lo : v >= lo);
+    return ok ? 0 : refuse(fn, arg, rule, shown, wrong_kind);
+}

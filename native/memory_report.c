@@ -1,5 +1,6 @@
 /* ag_estimate_training_memory's budget, note and printed report, once for R and Python (the
  * arithmetic, the texts and R's format() of the parameter count were written in both). */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +68,24 @@ int pg_mem_target_shape(int64_t out_rows, int64_t out_cols, int64_t y_rows, int6
                    "loss_fn (ag_mse_loss) y must have the output's shape [outputs, batch]",
                    FN, (long long)y_rows, (long long)y_cols, (long long)out_rows,
                    (long long)out_cols);
+}
+
+int pg_mem_input_shape(const double *dims, int64_t n, double batch, int r_form, const char *shown,
+                       int64_t *rows, int64_t *cols)
+{
+    if (!rows || !cols || (n > 0 && !dims))
+        return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL argument", FN);
+    const double d[2] = {n >= 1 ? dims[0] : NAN, n == 1 ? batch : n == 2 ? dims[1] : NAN};
+    for (int i = 0; i < 2; i++) /* NaN fails every comparison; Inf is past INT_MAX */
+        if (!(d[i] >= 1 && d[i] <= INT_MAX && d[i] == floor(d[i])))
+            return pg_fail(PG_STATUS_ERR_VALUE,
+                           "%s: input_shape must be %s with positive whole numbers, got %s", FN,
+                           r_form ? "c(features) or c(features, batch)"
+                                  : "(features,) or (features, batch)",
+                           shown ? shown : "?");
+    *rows = (int64_t)d[0];
+    *cols = (int64_t)d[1];
+    return 0;
 }
 
 pg_mem_estimate pg_mem_estimate_default(void)

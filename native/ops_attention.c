@@ -48,6 +48,20 @@ int pg_flash_attention_check(pg_tensor *q, pg_tensor *k, pg_tensor *v, int64_t n
 }
 
 /* ag_multihead_attention's forward: every input has d_model rows, k and v one column count */
+int pg_mha_check_sizes(int64_t d_model, int64_t n_heads)
+{
+    if (d_model < 1 || n_heads < 1)
+        return pg_fail(
+            PG_STATUS_ERR_VALUE,
+            "ag_multihead_attention: d_model and n_heads must be >= 1, got %lld and %lld",
+            (long long)d_model, (long long)n_heads);
+    if (d_model % n_heads)
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "ag_multihead_attention: d_model (%lld) must be divisible by n_heads (%lld)",
+                       (long long)d_model, (long long)n_heads);
+    return 0;
+}
+
 int pg_mha_check_inputs(int64_t d_model, pg_tensor *q, pg_tensor *k, pg_tensor *v)
 {
     static const char *const MHA = "ag_multihead_attention";

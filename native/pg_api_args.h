@@ -15,3 +15,14 @@ int pg_arg_int(const char *fn, const char *arg, double v, const double *lo, cons
  * unbounded), "a finite number >= 0", "a finite number in (0, 1]", ...; as pg_arg_int. */
 int pg_arg_num(const char *fn, const char *arg, double v, const double *lo, const double *hi,
                int lo_open, int hi_open, const char *shown, int wrong_kind);
+/* A count as R's as.integer() takes it (ggmlR's accumulate_steps, layer_norm's size): v
+ * truncated toward zero into *out when lo <= v < INT_MAX + 1 (NaN fails); else "<fn>: <arg>
+ * must be <rule>, got <shown>", PG_STATUS_ERR_VALUE (wrong_kind: PG_STATUS_ERR_ARG, as
+ * pg_arg_int, v not read). */
+int pg_arg_count(const char *fn, const char *arg, double v, double lo, const char *rule,
+                 const char *shown, int wrong_kind, double *out);
+/* A number in the caller's words: v finite and > lo (lo_open) or >= lo; else "<fn>: <arg> must
+ * be <rule>, got <shown>", PG_STATUS_ERR_VALUE (wrong_kind: PG_STATUS_ERR_ARG, v not read). For
+ * ggmlR's own texts ("one positive finite number") that pg_arg_num would word otherwise. */
+int pg_arg_real(const char *fn, const char *arg, double v, double lo, int lo_open, const char *rule,
+                const char *shown, int wrong_kind);

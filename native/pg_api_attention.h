@@ -30,6 +30,10 @@ pg_tensor *pg_flash_attention(pg_tensor *q, pg_tensor *k, pg_tensor *v, int64_t 
  * [d_model, seq_q], k and v [d_model, seq_kv]. 0, or PG_STATUS_ERR_SHAPE naming the layer, the
  * input, its shape and d_model (PG_STATUS_ERR_ARG for a dead tensor). */
 int pg_mha_check_inputs(int64_t d_model, pg_tensor *q, pg_tensor *k, pg_tensor *v);
+/* ag_multihead_attention's sizes (d_model, n_heads >= 1, checked by the front ends' integer
+ * rule): n_heads divides d_model, else PG_STATUS_ERR_VALUE "ag_multihead_attention: d_model (<d>)
+ * must be divisible by n_heads (<h>)", once for both front ends. */
+int pg_mha_check_sizes(int64_t d_model, int64_t n_heads);
 
 /* ag_multihead_attention's heads (ops_mha.c), after its projections: Q [d_model, seq_q], K and V
  * [d_model, seq_kv] -> the heads stacked by rows [d_model, seq_q]. Per head h (rows

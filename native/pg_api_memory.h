@@ -70,6 +70,13 @@ int pg_mem_model_dtypes(int model_dtype, int dtype, int x_dtype, int y_dtype);
  * output shape [out_rows x out_cols], before the loss runs. PG_STATUS_ERR_SHAPE naming
  * ag_estimate_training_memory() and both shapes (the loss failed in ag_mse_loss's words). */
 int pg_mem_target_shape(int64_t out_rows, int64_t out_cols, int64_t y_rows, int64_t y_cols);
+/* ag_estimate_training_memory(model =, input_shape =)'s rule, once for both front ends: dims[0..n)
+ * the sizes as doubles (NaN: one that is not a number; n 1: batch is the second), two whole
+ * numbers in [1, INT_MAX] (R's matrix() limit) -> *rows, *cols. Else PG_STATUS_ERR_VALUE
+ * "ag_estimate_training_memory(): input_shape must be <forms> with positive whole numbers, got
+ * <shown>" (r_form: R's forms c(features) or c(features, batch), else Python's tuples). */
+int pg_mem_input_shape(const double *dims, int64_t n, double batch, int r_form, const char *shown,
+                       int64_t *rows, int64_t *cols);
 
 /* where the activations come from */
 enum pg_mem_source {

@@ -20,7 +20,9 @@ enum pg_sched_kind {
 };
 enum pg_sched_sizes { PG_SCHED_NPAR = 8, PG_SCHED_NSTATE = 3 };
 
-/* Check par (ggmlR's messages, e.g. "T_max must be >= 1"), fill the derived ones (cosine's T_cur,
+/* Check par (ggmlR's messages, e.g. "T_max must be >= 1"), after truncating the counts (step_size,
+ * T_max, step_size_up / _down, total_steps, warmup_steps) as R's as.integer does: toward zero,
+ * NaN (the front ends' non-number), +-Inf or past R's integers NA, refused; fill the derived ones (cosine's T_cur,
  * onecycle's initial, final and step_up from pct_start, div_factor and final_div_factor passed in
  * par[2], par[3], par[4]) and zero st. *lr0 = the learning rate the schedule sets at construction
  * (NaN: leave the optimizer's), *mom0 = the momentum it sets (NaN: none). cur_lr: the optimizer's. */

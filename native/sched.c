@@ -1,6 +1,7 @@
 /* Learning-rate schedules as ggmlR 0.8.6 computes them (pg_api_sched.h): one definition for R and
  * Python. Rounding as R's round() (halves to even: nearbyint in the default mode). */
 #include "pg_fp.h" /* first: the build-independent rounding and vectoriser flags */
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 #include "pg.h"
@@ -13,6 +14,13 @@ static double anneal(int linear, double a, double b, double p)
 static int whole_at_least(double v, double lo, const char *msg)
 {
     return (isnan(v) || v < lo) ? pg_fail(PG_STATUS_ERR_VALUE, "%s", msg) : 0;
+}
+
+/* A count as ggmlR coerces it (R's as.integer): truncated toward zero; NaN (a front end's
+ * non-number), +-Inf or past R's integers becomes NaN (R's NA), which whole_at_least refuses. */
+static double as_count(double v)
+{
+    return (isfinite(v) && fabs(v) <= INT_MAX) ? trunc(v) + 0.0 : NAN; /* + 0.0: no -0 */
 }
 
 /* the ranges beyond ggmlR's own checks (issue 19): rates finite >= 0, factors finite > 0 */
@@ -33,11 +41,13 @@ int pg_sched_init(int kind, double *par, double *st, double cur_lr, double *lr0,
     memset(st, 0, PG_SCHED_NSTATE * sizeof *st);
     *lr0 = NAN;
     *mom0 = NAN;
-    switch (kind) {
+    switch (kind) { /* the counts as R's as.integer first (once for both front ends: issue 29) */
     case PG_SCHED_KIND_STEP:
+        par[0] = as_count(par[0]);
         if (whole_at_least(par[0], 1, "step_size must be >= 1")) return PG_STATUS_ERR_VALUE;
         return FACTOR(par[1], "gamma") ? PG_STATUS_ERR_VALUE : 0;
     case PG_SCHED_KIND_COSINE:
+        par[0] = as_count(par[0]);
         if (whole_at_least(par[0], 1, "T_max must be >= 1")) return PG_STATUS_ERR_VALUE;
         if (!(par[3] >= 1))
             return pg_fail(PG_STATUS_ERR_VALUE, "T_mult must be a single number >= 1");
@@ -49,6 +59,8 @@ int pg_sched_init(int kind, double *par, double *st, double cur_lr, double *lr0,
         st[1] = par[0];  /* T_cur */
         return 0;
     case PG_SCHED_KIND_CYCLIC:
+        par[2] = as_count(par[2]);
+        par[3] = as_count(par[3]);
         if (whole_at_least(par[2], 1, "step_size_up must be >= 1")) return PG_STATUS_ERR_VALUE;
         if (whole_at_least(par[3], 1, "step_size_down must be >= 1")) return PG_STATUS_ERR_VALUE;
         if (!(par[1] >= par[0])) return pg_fail(PG_STATUS_ERR_VALUE, "max_lr must be >= base_lr");
@@ -57,6 +69,7 @@ int pg_sched_init(int kind, double *par, double *st, double cur_lr, double *lr0,
         *lr0 = par[0];
         return 0;
     case PG_SCHED_KIND_ONECYCLE: { /* in: max_lr, total, pct_start, div, final_div, anneal, base_m, max_m */
+        par[1] = as_count(par[1]);
         if (whole_at_least(par[1], 2, "total_steps must be >= 2")) return PG_STATUS_ERR_VALUE;
         if (!(par[2] > 0 && par[2] < 1))
             return pg_fail(PG_STATUS_ERR_VALUE, "pct_start must be in (0, 1)");
@@ -73,6 +86,8 @@ int pg_sched_init(int kind, double *par, double *st, double cur_lr, double *lr0,
         return 0;
     }
     case PG_SCHED_KIND_WARMUP_COSINE:
+        par[0] = as_count(par[0]);
+        par[1] = as_count(par[1]);
         if (whole_at_least(par[0], 0, "warmup_steps must be >= 0")) return PG_STATUS_ERR_VALUE;
         if (!(par[1] > par[0]))
             return pg_fail(PG_STATUS_ERR_VALUE, "total_steps must be > warmup_steps");
@@ -81,6 +96,7 @@ int pg_sched_init(int kind, double *par, double *st, double cur_lr, double *lr0,
         if (par[0] > 0) *lr0 = par[4];
         return 0;
     case PG_SCHED_KIND_WARMUP: /* par[1] base_lr: the front end's (the optimizer's, or the next schedule's lr_max) */
+        par[0] = as_count(par[0]);
         if (whole_at_least(par[0], 1, "warmup_steps must be >= 1")) return PG_STATUS_ERR_VALUE;
         if (RATE(par[2], "start_factor")) return PG_STATUS_ERR_VALUE;
         *lr0 = par[1] * par[2];

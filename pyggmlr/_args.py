@@ -101,6 +101,18 @@ def check_int(v, fn, arg, lo=None, hi=INT_MAX, rule=None, core=None):
     return iv
 
 
+def check_as_integer(v, fn, arg, rule, lo=1, shown=None, kind_error=True):
+    """A count as R's as.integer() takes it (the core's rule and text, pg_arg_count, as R's
+    .arg_as_integer): one real number >= lo and below INT_MAX + 1, truncated toward zero (1.9 is 1).
+    The wrong kind an ArgumentError (kind_error False: read as NaN, a PyggmlrValueError)."""
+    kind = is_real(v)
+    out, b = ffi.new("double *"), (show(v, kind) if shown is None else shown).encode()
+    f = as_float(v) if kind else math.nan
+    _refused(lib.pg_arg_count(fn.encode(), arg.encode(), f, lo, rule.encode(), b,
+                              kind_error and not kind, out))  # fmt: skip
+    return int(out[0])
+
+
 def check_num(v, fn, arg, lo=None, hi=None, lo_open=False, hi_open=False):
     """v as a float when it is one finite number in the range (open or closed at each end; None:
     unbounded); ArgumentError for other kinds, PyggmlrValueError for NaN, +/-Inf or out of range

@@ -10,7 +10,9 @@ from typing import Any, Callable, Dict, Optional
 
 import numpy as np
 
-from .._args import plain
+from .. import _core
+from .._args import as_float, plain
+from .._core import lib
 from ..errors import ArgumentError, PyggmlrValueError, ShapeError, StateError
 from ..optim.optimizer import clip_grad_norm, optimizer_adam
 from ..tape import backward, with_grad_tape
@@ -48,17 +50,11 @@ def _out(v: Any) -> Any:
 def _check_max_norm(v: Any, fn: str) -> Optional[float]:
     if v is None:
         return None
-    ok = (
-        isinstance(v, (int, float, np.integer, np.floating))
-        and not isinstance(v, bool)
-        and math.isfinite(v)
-        and v > 0
-    )
-    if not ok:
-        raise PyggmlrValueError(
-            f"{fn}: max_grad_norm must be one positive finite number, got {plain(v)!r}"
-        )
-    return float(v)
+    kind = isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+    f = as_float(v) if kind else math.nan  # the core's rule and text (pg_arg_real, as R's)
+    rule, shown = b"one positive finite number", repr(plain(v)).encode()
+    _core.check(lib.pg_arg_real(fn.encode(), b"max_grad_norm", f, 0, 1, rule, shown, 0))
+    return f
 
 
 class Captured:

@@ -18,9 +18,9 @@ from typing import Any, Callable, List, Optional, Sequence, Union
 import numpy as np
 
 from .. import _core, _walk
-from .._args import INT_MAX, as_float, check_flag, check_int, check_num, plain, show
+from .._args import check_flag, check_int, check_num, plain, show
 from .._core import F32, NULL, ffi, lib
-from ..errors import ArgumentError, PyggmlrValueError
+from ..errors import ArgumentError
 from ..ops import ag_mse_loss
 from ..optim.optimizer import Optimizer, optimizer_adam
 from ..tape import backward, with_grad_tape
@@ -71,11 +71,6 @@ _OPTIMIZERS = tuple(
 
 def _is_number(v):
     return isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
-
-
-def _whole_dim(d):
-    """One of input_shape's sizes: a whole number in [1, INT_MAX] (R's matrix() limit)."""
-    return _is_number(d) and 0 < as_float(d) <= INT_MAX and as_float(d).is_integer()
 
 
 def _dims(s):
@@ -209,18 +204,14 @@ def _measure_step(model, x, input_shape, y, loss_fn, batch_size, dtype_code, sta
             else:
                 xt = _as_tensor(x, fn, code=dtype_code)
         else:
-            shp = (
-                input_shape.tolist() if isinstance(input_shape, np.ndarray) else input_shape
-            )  # c(1, 2)
-            shp = tuple(shp) if isinstance(shp, (list, tuple)) else (shp,)
-            if len(shp) == 1:
-                shp = (shp[0], batch_size)
-            # finite and within R's integers, as R's (int(inf) raised OverflowError: issue 29)
-            if len(shp) != 2 or not all(_whole_dim(d) for d in shp):
-                raise PyggmlrValueError(
-                    f"{fn}: input_shape must be (features,) or (features, batch) with positive whole numbers, got {show(input_shape)}"
-                )
-            xt = _wrap_new(dtype_code, int(shp[0]), int(shp[1]))
+            shp = input_shape.tolist() if isinstance(input_shape, np.ndarray) else input_shape
+            shp = shp if isinstance(shp, (list, tuple)) else [shp]  # c(1, 2) / one size
+            # the rule and its text are the core's, as R's (int(inf) raised OverflowError)
+            d = [_float(v) if _is_number(v) else math.nan for v in shp]
+            nr, nc, shown = ffi.new("int64_t *"), ffi.new("int64_t *"), show(input_shape).encode()
+            dp = ffi.new("double[]", d or [math.nan])
+            _core.check(lib.pg_mem_input_shape(dp, len(d), batch_size, 0, shown, nr, nc))
+            xt = _wrap_new(dtype_code, nr[0], nc[0])
         batch = xt.ncol
         if static:  # the compiled step: record a "grad" graph, run it once (plans its buffers)
             if isinstance(y, Tensor):

@@ -12,7 +12,7 @@ from typing import Any, Dict, Optional
 import numpy as np
 
 from .. import _core
-from .._args import INT_MAX, as_float, check_int, check_num, is_real, show
+from .._args import check_as_integer, check_int, check_num, show
 from .._core import NULL, ffi, lib
 from ..errors import PyggmlrValueError, ShapeError
 from ..ops import _class_ids, ag_add, ag_matmul
@@ -123,17 +123,9 @@ class ag_layer_norm(Module):
             F = F.ravel()[0]
         elif isinstance(F, (list, tuple)) and len(F) == 1:
             F = F[0]
-        if (
-            not is_real(F)
-            or not math.isfinite(as_float(F))  # 10**400: Inf (it raised OverflowError)
-            or int(F) < 1
-            or F > INT_MAX
-        ):
-            raise PyggmlrValueError(
-                "ag_layer_norm: normalized_shape must be a single positive integer, got "
-                f"{show(normalized_shape)}"
-            )
-        F = int(F)  # as.integer truncates, as in ggmlR
+        # as.integer truncates, as in ggmlR (the core's rule and text, as R's); any kind: a value
+        rule, shown = "a single positive integer", show(normalized_shape)
+        F = check_as_integer(F, "ag_layer_norm", "normalized_shape", rule, 1, shown, False)
         eps = check_num(eps, "ag_layer_norm", "eps", 0)
         self.normalized_shape, self.eps = F, eps
         self.elementwise_affine = _is_true(elementwise_affine)  # isTRUE, as ggmlR (spec 5.1)
@@ -245,14 +237,7 @@ class ag_multihead_attention(Module):
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True) -> None:
         d = check_int(d_model, "ag_multihead_attention", "d_model", 1)
         h = check_int(n_heads, "ag_multihead_attention", "n_heads", 1)
-        if d < 1 or h < 1:
-            raise PyggmlrValueError(
-                f"ag_multihead_attention: d_model and n_heads must be >= 1, got {d} and {h}"
-            )
-        if d % h:
-            raise PyggmlrValueError(
-                f"ag_multihead_attention: d_model ({d}) must be divisible by n_heads ({h})"
-            )
+        _core.check(lib.pg_mha_check_sizes(d, h))  # the core's rule and text, as R's
         dropout = check_num(dropout, "ag_multihead_attention", "dropout", 0, 1, hi_open=True)
         self.d_model, self.n_heads = d, h
         self.d_k = self.d_v = d // h

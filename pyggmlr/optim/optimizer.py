@@ -9,7 +9,7 @@ from typing import Any, Dict, List
 import numpy as np
 
 from .. import _core, _walk
-from .._args import INT_MAX, plain, r_num
+from .._args import check_as_integer, plain, r_num
 from .._core import NULL, ffi, lib
 from ..errors import ArgumentError, PyggmlrValueError, StateError
 from ..tape import Gradients
@@ -123,17 +123,6 @@ def _grads_handle(grads, name):
     )
 
 
-def _accum_steps(v, fn):
-    """as.integer() truncation (1.9 -> 1); a bool, a string, a container, NaN, < 1 or past R's
-    integer range -> ggmlR's text, naming the optimizer (R's .accum_steps: the same rule)."""
-    msg = f"{fn}: accumulate_steps must be a positive integer, got {plain(v)!r}"[:300]
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
-        raise ArgumentError(msg)
-    if not (v >= 1 and v < INT_MAX + 1):  # NaN fails both
-        raise PyggmlrValueError(msg)
-    return int(v)
-
-
 class Optimizer:
     """Common base of optimizer_sgd / optimizer_adam (state lives in the C core).
 
@@ -161,7 +150,11 @@ class Optimizer:
                 stacklevel=3,
             )
         if "accumulate_steps" in hyper:
-            hyper["accumulate_steps"] = _accum_steps(hyper["accumulate_steps"], cls)
+            v = hyper["accumulate_steps"]  # ggmlR's as.integer (1.9 is 1): the core's rule
+            rule = "a positive integer"
+            hyper["accumulate_steps"] = check_as_integer(
+                v, cls, "accumulate_steps", rule, 1, repr(plain(v))
+            )
         if "average" in hyper:  # isTRUE(average)
             a = hyper["average"]
             hyper["average"] = a is True or (isinstance(a, np.bool_) and bool(a))

@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from .. import _core
-from .._args import INT_MAX, as_float, check_flag, check_number, match_arg, plain
+from .._args import as_float, check_flag, check_number, match_arg, plain
 from .._core import ffi, lib
 from ..errors import ArgumentError, PyggmlrValueError
 from ..tensor import Tensor
@@ -30,13 +30,6 @@ __all__ = [
     "clip_grad_value",
     "check_grad_anomaly",
 ]
-
-
-def _whole(v: Any, fn: str, name: str) -> float:
-    """R's as.integer: truncated toward zero; NaN, or past R's integers (1e12 was taken: issue
-    29), is NA, which the core refuses."""
-    x = check_number(v, fn, name)
-    return float(math.trunc(x)) if math.isfinite(x) and abs(x) <= INT_MAX else math.nan
 
 
 def _num_or_na(v: Any) -> float:
@@ -109,7 +102,7 @@ class lr_scheduler_step(_Schedule):
 
     def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1) -> None:
         self.gamma = check_number(gamma, self._name, "gamma")
-        self._init(optimizer, [_whole(step_size, self._name, "step_size"), self.gamma])
+        self._init(optimizer, [check_number(step_size, self._name, "step_size"), self.gamma])
         self.step_size = int(self._par[0])
 
     last_epoch = property(_Schedule._steps, doc="Steps taken so far.")
@@ -140,7 +133,7 @@ class lr_scheduler_cosine(_Schedule):
         )
         self._init(
             optimizer,
-            [_whole(T_max, self._name, "T_max"), self.lr_min, float(self.restart), self.T_mult],
+            [check_number(T_max, self._name, "T_max"), self.lr_min, self.restart, self.T_mult],
         )
         self.T_max, self.lr_max = int(self._par[0]), float(self._par[4])
 
@@ -181,18 +174,17 @@ class lr_scheduler_cyclic(_Schedule):
         gamma: float = 1,
     ) -> None:
         mode = match_arg(mode, self._MODES, self._name, "mode")  # "triangular2" or a prefix
-        up = _whole(step_size_up, self._name, "step_size_up")
-        down = (
-            up if step_size_down is None else _whole(step_size_down, self._name, "step_size_down")
-        )
-        self.base_lr = check_number(base_lr, self._name, "base_lr")
-        self.max_lr, self.mode = check_number(max_lr, self._name, "max_lr"), mode
-        self.gamma = check_number(gamma, self._name, "gamma")
+        n = self._name
+        up = check_number(step_size_up, n, "step_size_up")
+        down = up if step_size_down is None else check_number(step_size_down, n, "step_size_down")
+        self.base_lr = check_number(base_lr, n, "base_lr")
+        self.max_lr, self.mode = check_number(max_lr, n, "max_lr"), mode
+        self.gamma = check_number(gamma, n, "gamma")
         self._init(
             optimizer,
             [self.base_lr, self.max_lr, up, down, float(self._MODES.index(mode)), self.gamma],
         )
-        self.step_size_up, self.step_size_down = int(up), int(down)
+        self.step_size_up, self.step_size_down = int(self._par[2]), int(self._par[3])
 
     last_step = property(_Schedule._steps, doc="Steps taken so far.")
 
@@ -242,7 +234,7 @@ class lr_scheduler_onecycle(_Schedule):
             optimizer,
             [
                 self.max_lr,
-                _whole(total_steps, n, "total_steps"),
+                check_number(total_steps, n, "total_steps"),
                 check_number(pct_start, n, "pct_start"),
                 check_number(div_factor, n, "div_factor"),
                 check_number(final_div_factor, n, "final_div_factor"),
@@ -284,8 +276,8 @@ class lr_scheduler_warmup_cosine(_Schedule):
         self._init(
             optimizer,
             [
-                _whole(warmup_steps, n, "warmup_steps"),
-                _whole(total_steps, n, "total_steps"),
+                check_number(warmup_steps, n, "warmup_steps"),
+                check_number(total_steps, n, "total_steps"),
                 0.0,
                 self.lr_min,
                 self.warmup_start_lr,
@@ -323,7 +315,11 @@ class lr_scheduler_warmup(_Schedule):
         self.start_factor = check_number(start_factor, self._name, "start_factor")
         self._init(
             optimizer,
-            [_whole(warmup_steps, self._name, "warmup_steps"), float(base), self.start_factor],
+            [
+                check_number(warmup_steps, self._name, "warmup_steps"),
+                float(base),
+                self.start_factor,
+            ],
         )
         self.warmup_steps, self.base_lr = int(self._par[0]), float(self._par[1])
 

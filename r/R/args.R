@@ -62,6 +62,15 @@
   as.double(v)
 }
 
+# a count as as.integer() takes it (truncated: 1.9 is 1), >= lo and below .INT_MAX + 1: the core's
+# rule and text (pg_arg_count, as Python's check_as_integer); the wrong kind an argument error, or
+# (kind_error FALSE) read as NaN, a bad value
+.arg_as_integer <- function(v, fn, arg, rule, lo = 1, kind_error = TRUE) {
+  kind <- is.numeric(v) && !is.factor(v) && length(v) == 1L && length(dim(v)) <= 1L
+  .Call(R_pg_arg_count, fn, arg, if (kind) as.double(v) else NaN, lo, rule, .arg_show(v),
+        kind_error && !kind)
+}
+
 # TRUE or FALSE (not "no", 1, NA or a vector)
 .arg_flag <- function(v, fn, arg) {
   if (!is.logical(v) || length(v) != 1L || is.na(v) || length(dim(v)) > 1L)

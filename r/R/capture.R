@@ -39,10 +39,11 @@ ag_capture <- function(fn, params = NULL) {
   structure(f, class = c("ag_captured", "function"), captures = new.env(parent = emptyenv()))
 }
 
-.check_max_norm <- function(v, fn) {
-  if (!is.null(v) && !(is.numeric(v) && length(v) == 1L && is.finite(v) && v > 0))
-    .arg_fail("value", "%s: max_grad_norm must be one positive finite number, got %s", fn,
-              .arg_show(v))
+.check_max_norm <- function(v, fn) {  # the core's rule and text (pg_arg_real, as Python's)
+  if (!is.null(v))
+    .Call(R_pg_arg_real, fn, "max_grad_norm",
+          if (is.numeric(v) && length(v) == 1L) as.double(v) else NaN, 0, TRUE,
+          "one positive finite number", .arg_show(v), FALSE)
   v
 }
 

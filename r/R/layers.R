@@ -181,14 +181,10 @@ ag_layer_norm <- function(normalized_shape, eps = 1e-5, elementwise_affine = TRU
                           num_features = NULL) {
   # older name
   if (missing(normalized_shape) && !is.null(num_features)) normalized_shape <- num_features
-  # as Python's: one finite number >= 1 in R's integer range, truncated as ggmlR's as.integer()
-  # (4.9 -> 4); a factor ("3" -> level 1), a data frame, a logical or a string is refused
-  v <- normalized_shape
-  if (!is.numeric(v) || is.factor(v) || length(v) != 1L || length(dim(v)) > 1L || !is.finite(v) ||
-      v < 1 || v > .INT_MAX)
-    .arg_fail("value", "ag_layer_norm: normalized_shape must be a single positive integer, got %s",
-              .arg_show(v))
-  d <- as.integer(v)
+  # one number >= 1 in R's integer range, truncated as ggmlR's as.integer() (4.9 -> 4): the core's
+  # rule and text (as Python's); a factor, a data frame, a logical or a string is a bad value
+  d <- .arg_as_integer(normalized_shape, "ag_layer_norm", "normalized_shape",
+                  "a single positive integer", kind_error = FALSE)
   eps <- .arg_num(eps, "ag_layer_norm", "eps", 0)
   e <- .layer("layer_norm", sprintf("layer_norm(%d)", d))
   e$normalized_shape <- d
@@ -259,9 +255,7 @@ ag_concat_rows <- function(a, b)
 ag_multihead_attention <- function(d_model, n_heads, dropout = 0.0, bias = TRUE) {
   d_model <- .arg_int(d_model, "ag_multihead_attention", "d_model", 1L)
   n_heads <- .arg_int(n_heads, "ag_multihead_attention", "n_heads", 1L)
-  if (d_model %% n_heads != 0L)  # Python's text (ggmlR's is a stopifnot)
-    .arg_fail("value", "ag_multihead_attention: d_model (%d) must be divisible by n_heads (%d)",
-              d_model, n_heads)
+  .Call(R_pg_mha_check_sizes, d_model, n_heads)  # the core's rule and text (ggmlR's: stopifnot)
   dropout <- .arg_num(dropout, "ag_multihead_attention", "dropout", 0, 1, hi_open = TRUE)
   e <- .layer("multihead_attention", sprintf("multihead_attention(d=%d, h=%d)", d_model, n_heads))
   e$d_model <- d_model

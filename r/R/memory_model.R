@@ -40,14 +40,10 @@
     shp <- if (is.list(input_shape) && is.null(names(input_shape)) &&  # (a dict in Python)
                all(vapply(input_shape, is.numeric,
                           logical(1)))) unlist(input_shape) else input_shape
-    # (c(TRUE, batch_size) was c(1, batch_size): a flag taken as a size)
-    if (is.numeric(shp) && length(shp) == 1L) shp <- c(shp, batch_size)
-    # finite and within R's integers (matrix() warned on Inf, then failed unclassed: issue 29)
-    if (!is.numeric(shp) || length(shp) != 2L || anyNA(shp) || any(!is.finite(shp)) ||
-        any(shp <= 0) || any(shp > .INT_MAX) || any(shp != round(shp)))
-      .arg_stop(sprintf(paste0("%s: input_shape must be c(features) or c(features, batch) with ",
-                          "positive whole numbers, got %s"),
-                   fn, paste(deparse(input_shape), collapse = " ")), kind = "value")
+    # the rule and its text are the core's (as Python's): a flag is no size (c(TRUE, batch_size)
+    # was c(1, batch_size)), Inf and past R's integers are refused (matrix() warned: issue 29)
+    shp <- .Call(R_pg_mem_input_shape, if (is.numeric(shp)) as.double(shp) else NaN,
+                 as.double(batch_size), paste(deparse(input_shape), collapse = " "))
   }
   buffers <- lapply(.layer_buffers(model), function(t) list(t = t, v = t$data))
   saved <- lapply(params, function(t) t$grad)  # the caller's .grad, put back afterwards

@@ -71,15 +71,6 @@
             else .arg_show(grads))
 }
 
-# ggmlR's as.integer() truncation (1.9 -> 1), with the kind and the range checked first
-.accum_steps <- function(v, where) {
-  msg <- "%s: accumulate_steps must be a positive integer, got %s"
-  if (!is.numeric(v) || is.factor(v) || length(v) != 1L || length(dim(v)) > 1L)
-    .arg_fail("argument", msg, where, .arg_show(v))
-  if (is.na(v) || v < 1 || v >= .INT_MAX + 1) .arg_fail("value", msg, where, .arg_show(v))
-  as.integer(v)
-}
-
 # how a hyper-parameter reads back from the core (the rest: as the core gives it)
 .OPT_CONV <- list(nesterov = as.logical, average = as.logical, t = as.integer,
                   accum_count = as.integer, accumulate_steps = as.integer)
@@ -105,7 +96,9 @@
 
 .make_optimizer <- function(kind, params, hyper, cls, where) {
   params <- .opt_params(params, where)
-  hyper$accumulate_steps <- .accum_steps(hyper$accumulate_steps, where)
+  # ggmlR's as.integer() truncation (1.9 -> 1): the core's rule and text, as Python's
+  hyper$accumulate_steps <- .arg_as_integer(hyper$accumulate_steps, where, "accumulate_steps",
+                                            "a positive integer")
   hyper$average <- isTRUE(hyper$average)
   # .subset2: a tensor's `$` dispatches (a third of an optimizer's set-up in ag_fit)
   res <- .Call(R_pg_optim_new, .pg$code$optim[[toupper(kind)]], lapply(params, .subset2, ".ptr"))

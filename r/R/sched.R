@@ -16,16 +16,6 @@
   warmup_cosine = function(e) e$last_step <- as.integer(e$st[[1L]]),
   warmup = function(e) e$last_epoch <- as.integer(e$st[[1L]]))
 
-# A count as ggmlR coerces it (as.integer: truncated toward zero). A wrong type or length, NaN,
-# +/-Inf or a value past R's integers becomes NA without as.integer's warning ("NAs introduced by
-# coercion to integer range" leaked before the refusal: issue 29), which the core rejects with
-# ggmlR's message for that argument, in ggmlR's order of checks (Python's _whole).
-.sched_count <- function(x) {
-  if (!(is.numeric(x) || is.logical(x)) || is.factor(x) || length(x) != 1L ||
-      !is.finite(x) || abs(x) > .INT_MAX)
-    return(NA_integer_)
-  as.integer(x)
-}
 .sched_num <- function(x) if ((is.numeric(x) || is.logical(x)) &&
                               length(x) == 1L) as.numeric(x) else NA_real_
 
@@ -98,10 +88,11 @@
 lr_scheduler_step <- function(optimizer, step_size, gamma = 0.1) {
   call <- sys.call()
   .sched_kinds(call, gamma = gamma, step_size = step_size)
-  step_size <- .sched_count(step_size)
+  # the counts: as.integer's truncation and NA in the core (pg_sched_init), once for both
   r <- .sched_init("step", c(step_size, .sched_num(gamma)), optimizer, call)
   .sched_need_num(gamma, "gamma", call)
-  .sched_make("step", "lr_scheduler_step", optimizer, r, list(step_size = step_size, gamma = gamma))
+  .sched_make("step", "lr_scheduler_step", optimizer, r,
+              list(step_size = as.integer(r[[1L]][[1L]]), gamma = gamma))
 }
 
 print.lr_scheduler_step <- function(x, ...) {
@@ -116,10 +107,10 @@ lr_scheduler_cosine <- function(optimizer, T_max, lr_min = 0, restart = FALSE, T
   .sched_kinds(call, lr_min = lr_min)
   restart <- .arg_flag(restart, "lr_scheduler_cosine", "restart")
   .sched_kinds(call, T_max = T_max)  # T_mult: ggmlR's text says its kind (the core's)
-  T_max <- .sched_count(T_max)
-  # nolint end
   r <- .sched_init("cosine", c(T_max, .sched_num(lr_min), restart, .sched_num(T_mult)),
                    optimizer, call)
+  T_max <- as.integer(r[[1L]][[1L]])
+  # nolint end
   .sched_need_num(lr_min, "lr_min", call)
   .sched_make("cosine", "lr_scheduler_cosine", optimizer, r,
               list(T_max = T_max, lr_min = lr_min, lr_max = r[[1L]][[5L]], restart = restart,
@@ -141,15 +132,14 @@ lr_scheduler_cyclic <- function(optimizer, base_lr, max_lr, step_size_up = 2000L
   .sched_kinds(call, step_size_up = step_size_up)
   if (!is.null(step_size_down)) .sched_kinds(call, step_size_down = step_size_down)
   .sched_kinds(call, base_lr = base_lr, max_lr = max_lr, gamma = gamma)
-  step_size_up <- .sched_count(step_size_up)
-  step_size_down <- if (is.null(step_size_down)) step_size_up else .sched_count(step_size_down)
+  if (is.null(step_size_down)) step_size_down <- step_size_up
   par <- c(.sched_num(base_lr), .sched_num(max_lr), step_size_up, step_size_down,
            match(mode, c("triangular", "triangular2", "exp_range")) - 1L, .sched_num(gamma))
   r <- .sched_init("cyclic", par, optimizer, call)
   .sched_need_num(gamma, "gamma", call)
   .sched_make("cyclic", "lr_scheduler_cyclic", optimizer, r,
-              list(base_lr = base_lr, max_lr = max_lr, step_size_up = step_size_up,
-                   step_size_down = step_size_down, mode = mode, gamma = gamma))
+              list(base_lr = base_lr, max_lr = max_lr, step_size_up = as.integer(r[[1L]][[3L]]),
+                   step_size_down = as.integer(r[[1L]][[4L]]), mode = mode, gamma = gamma))
 }
 
 print.lr_scheduler_cyclic <- function(x, ...) {
@@ -169,7 +159,6 @@ lr_scheduler_onecycle <- function(optimizer, max_lr, total_steps, pct_start = 0.
   .sched_kinds(call, max_lr = max_lr, base_momentum = base_momentum, max_momentum = max_momentum,
                total_steps = total_steps, pct_start = pct_start, div_factor = div_factor,
                final_div_factor = final_div_factor)
-  total_steps <- .sched_count(total_steps)
   par <- c(.sched_num(max_lr), total_steps, .sched_num(pct_start), .sched_num(div_factor),
            .sched_num(final_div_factor), anneal_strategy == "linear", .sched_num(base_momentum),
            .sched_num(max_momentum))
@@ -181,7 +170,7 @@ lr_scheduler_onecycle <- function(optimizer, max_lr, total_steps, pct_start = 0.
                else if (inherits(optimizer, "ag_optimizer_adam")) "beta1"
   p <- r[[1L]]
   .sched_make("onecycle", "lr_scheduler_onecycle", optimizer, r,
-              list(max_lr = max_lr, total_steps = total_steps, initial_lr = p[[3L]],
+              list(max_lr = max_lr, total_steps = as.integer(p[[2L]]), initial_lr = p[[3L]],
                    final_lr = p[[4L]],
                    anneal_strategy = anneal_strategy, step_up = as.integer(p[[5L]]),
                    mom_field = mom_field,
@@ -199,15 +188,14 @@ lr_scheduler_warmup_cosine <- function(optimizer, warmup_steps, total_steps, lr_
   call <- sys.call()
   .sched_kinds(call, lr_min = lr_min, warmup_start_lr = warmup_start_lr,
                warmup_steps = warmup_steps, total_steps = total_steps)
-  warmup_steps <- .sched_count(warmup_steps)
-  total_steps <- .sched_count(total_steps)
   r <- .sched_init("warmup_cosine",
                    c(warmup_steps, total_steps, 0, .sched_num(lr_min), .sched_num(warmup_start_lr)),
                    optimizer, call)
   .sched_need_num(lr_min, "lr_min", call)
   .sched_need_num(warmup_start_lr, "warmup_start_lr", call)
   .sched_make("warmup_cosine", "lr_scheduler_warmup_cosine", optimizer, r,
-              list(warmup_steps = warmup_steps, total_steps = total_steps, lr_max = r[[1L]][[3L]],
+              list(warmup_steps = as.integer(r[[1L]][[1L]]),
+                   total_steps = as.integer(r[[1L]][[2L]]), lr_max = r[[1L]][[3L]],
                    lr_min = lr_min, warmup_start_lr = warmup_start_lr))
 }
 
@@ -224,15 +212,14 @@ print.lr_scheduler_warmup_cosine <- function(x, ...) {
 lr_scheduler_warmup <- function(optimizer, warmup_steps, after = NULL, start_factor = 0) {
   call <- sys.call()
   .sched_kinds(call, start_factor = start_factor, warmup_steps = warmup_steps)
-  warmup_steps <- .sched_count(warmup_steps)
   base <- if (inherits(after, "lr_scheduler_cosine")) after$lr_max
           else if (is.environment(optimizer)) optimizer$lr else NA
   r <- .sched_init("warmup", c(warmup_steps, .sched_num(base), .sched_num(start_factor)), optimizer,
                    call)
   .sched_need_num(start_factor, "start_factor", call)
   e <- .sched_make("warmup", "lr_scheduler_warmup", optimizer, r,
-                   list(warmup_steps = warmup_steps, after = after, start_factor = start_factor,
-                        base_lr = base))
+                   list(warmup_steps = as.integer(r[[1L]][[1L]]), after = after,
+                        start_factor = start_factor, base_lr = base))
   warm <- e$step
   e$step <- function() {
     warm()

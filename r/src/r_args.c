@@ -36,6 +36,33 @@ SEXP R_pg_arg_num(SEXP fn, SEXP arg, SEXP v, SEXP lo, SEXP hi, SEXP lo_open, SEX
     return R_NilValue;
 }
 
+/* a count truncated as as.integer (pg_arg_count): the integer, or the classed refusal */
+SEXP R_pg_arg_count(SEXP fn, SEXP arg, SEXP v, SEXP lo, SEXP rule, SEXP shown, SEXP wrong_kind)
+{
+    double out = 0;
+    r_check(pg_arg_count(str_or_null(fn), str_or_null(arg), Rf_asReal(v), Rf_asReal(lo),
+                         str_or_null(rule), str_or_null(shown), Rf_asLogical(wrong_kind) == 1,
+                         &out));
+    return Rf_ScalarInteger((int)out);
+}
+
+/* a number in the caller's words (pg_arg_real): NULL when v passes, else the classed refusal */
+SEXP R_pg_arg_real(SEXP fn, SEXP arg, SEXP v, SEXP lo, SEXP lo_open, SEXP rule, SEXP shown,
+                   SEXP wrong_kind)
+{
+    r_check(pg_arg_real(str_or_null(fn), str_or_null(arg), Rf_asReal(v), Rf_asReal(lo),
+                        Rf_asLogical(lo_open) == 1, str_or_null(rule), str_or_null(shown),
+                        Rf_asLogical(wrong_kind) == 1));
+    return R_NilValue;
+}
+
+/* ag_multihead_attention's sizes (pg_mha_check_sizes): NULL, or the classed refusal */
+SEXP R_pg_mha_check_sizes(SEXP d_model, SEXP n_heads)
+{
+    r_check(pg_mha_check_sizes((int64_t)Rf_asInteger(d_model), (int64_t)Rf_asInteger(n_heads)));
+    return R_NilValue;
+}
+
 /* ag_save_model(epoch=): the core's rule (pg_mf_epoch_arg), as R_pg_arg_int */
 SEXP R_pg_mf_epoch_arg(SEXP v, SEXP shown, SEXP wrong_kind)
 {

@@ -92,6 +92,22 @@ SEXP R_pg_mem_target_shape(SEXP dims)
     return R_NilValue;
 }
 
+/* ag_estimate_training_memory(model =)'s input_shape (dims: its sizes as doubles, NaN for a
+ * non-number) with batch: the core's rule and text; c(rows, cols) */
+SEXP R_pg_mem_input_shape(SEXP dims, SEXP batch, SEXP shown)
+{
+    if (TYPEOF(dims) != REALSXP || !Rf_isString(shown) || XLENGTH(shown) != 1)
+        Rf_error("R_pg_mem_input_shape: doubles and one string");
+    int64_t rows = 0, cols = 0;
+    r_check(pg_mem_input_shape(REAL(dims), (int64_t)XLENGTH(dims), Rf_asReal(batch), 1,
+                               Rf_translateCharUTF8(STRING_ELT(shown, 0)), &rows, &cols));
+    SEXP out = PROTECT(Rf_allocVector(REALSXP, 2));
+    REAL(out)[0] = (double)rows;
+    REAL(out)[1] = (double)cols;
+    UNPROTECT(1);
+    return out;
+}
+
 /* The budget, note and report of one estimate (pg_mem_budget_of / pg_mem_estimate_text). ints:
  * optim, accumulate, dtype, source, batch; dbl: params, activation_frac and the measured
  * weights, gradients, activations. */

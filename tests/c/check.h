@@ -63,6 +63,7 @@ void test_fit_plan(void);
 void test_fit_val(void);
 void test_fit_data(void);
 void test_memory_report(void);
+void test_sched(void);
 void test_fit_session(void);
 /* the plan both session test files drive (test_fit_session.c) */
 typedef struct {

@@ -53,6 +53,7 @@ int main(void)
     run("fit validation data", test_fit_val);
     run("fit data arguments", test_fit_data);
     run("memory report", test_memory_report);
+    run("schedule counts", test_sched);
     run("fit session", test_fit_session);
     run("fit session static", test_fit_session_static);
     run("early stopping", test_fit_stop);

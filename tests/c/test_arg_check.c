@@ -172,4 +172,36 @@ void test_fit_args(void)
               "ag_fit: metrics need targets y");
     CHECK(codes[0] == PG_METRIC_AUC && codes[1] == PG_METRIC_F1); /* untouched on failure */
     CHECK(pg_fit_metric_codes_fit(NULL, 2, 1) == -PG_STATUS_ERR_ARG);
+
+    /* a count as R's as.integer (pg_arg_count): truncated toward zero, [lo, INT_MAX + 1) */
+    double n = 0;
+    CHECK(pg_arg_count("f", "k", 1.9, 1, "a positive integer", "1.9", 0, &n) == 0 && n == 1);
+    CHECK(pg_arg_count("f", "k", 2147483647.5, 1, "r", "x", 0, &n) == 0 && n == 2147483647.0);
+    CHECK(pg_arg_count("f", "k", -0.5, -1, "r", "x", 0, &n) == 0 && n == 0 && !signbit(n));
+    const double no[] = {0.99, NAN, INFINITY, 2147483648.0, 1e12, -5};
+    for (int i = 0; i < 6; i++)
+        CHECK_ERR(pg_arg_count("optimizer_adam", "accumulate_steps", no[i], 1, "a positive integer",
+                               "v", 0, &n) != 0,
+                  PG_STATUS_ERR_VALUE,
+                  "optimizer_adam: accumulate_steps must be a positive integer, got v");
+    CHECK_ERR(pg_arg_count("f", "k", 3, 1, "a positive integer", "'a'", 1, &n) != 0,
+              PG_STATUS_ERR_ARG, "f: k must be a positive integer, got 'a'");
+    CHECK_ERR(pg_arg_count("f", "k", 3, 1, NULL, "x", 0, &n) != 0, PG_STATUS_ERR_ARG, "NULL");
+
+    /* a number in ggmlR's words (pg_arg_real): ag_capture's max_grad_norm */
+    CHECK(pg_arg_real("ag_capture_set", "max_grad_norm", 0.5, 0, 1, "r", "0.5", 0) == 0);
+    const double nonpos[] = {0, -1, NAN, INFINITY};
+    for (int i = 0; i < 4; i++)
+        CHECK_ERR(pg_arg_real("ag_capture_set", "max_grad_norm", nonpos[i], 0, 1,
+                              "one positive finite number", "v", 0) != 0,
+                  PG_STATUS_ERR_VALUE,
+                  "ag_capture_set: max_grad_norm must be one positive finite number, got v");
+    CHECK(pg_arg_real("f", "a", 0, 0, 0, "r", "0", 0) == 0); /* closed at lo */
+    CHECK_ERR(pg_arg_real("f", "a", 1, 0, 0, "r", "'x'", 1) != 0, PG_STATUS_ERR_ARG, "got 'x'");
+
+    /* ag_multihead_attention's sizes (pg_mha_check_sizes) */
+    CHECK(pg_mha_check_sizes(8, 2) == 0 && pg_mha_check_sizes(1, 1) == 0);
+    CHECK_ERR(pg_mha_check_sizes(10, 4) != 0, PG_STATUS_ERR_VALUE,
+              "ag_multihead_attention: d_model (10) must be divisible by n_heads (4)");
+    CHECK_ERR(pg_mha_check_sizes(0, 4) != 0, PG_STATUS_ERR_VALUE, "must be >= 1, got 0 and 4");
 }

@@ -1,5 +1,7 @@
 /* ag_estimate_training_memory's budget and report in the core (native/memory_report.c): ggmlR's
  * man-page example to the character, R's format() of the count, the optimizer names. */
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include "check.h"
@@ -156,8 +158,38 @@ static void test_tape_text(void)
               PG_STATUS_ERR_ARG, "pg_memory_report_text");
 }
 
+/* input_shape's rule (issue 29: Python's _whole_dim and R's test were one rule twice) */
+static void test_input_shape(void)
+{
+    int64_t r = 0, c = 0;
+    CHECK(pg_mem_input_shape((const double[]){3, 5}, 2, 32, 0, "(3, 5)", &r, &c) == 0);
+    CHECK(r == 3 && c == 5);
+    CHECK(pg_mem_input_shape((const double[]){4}, 1, 7, 1, "4", &r, &c) == 0 && r == 4 && c == 7);
+    CHECK(pg_mem_input_shape((const double[]){INT_MAX, 1}, 2, 0, 0, "x", &r, &c) == 0);
+    CHECK(r == INT_MAX);
+    const char *py = "ag_estimate_training_memory(): input_shape must be (features,) or "
+                     "(features, batch) with positive whole numbers, got (2, 0.5)";
+    CHECK(pg_mem_input_shape((const double[]){2, 0.5}, 2, 32, 0, "(2, 0.5)", &r, &c) != 0);
+    CHECK(pg_last_status() == PG_STATUS_ERR_VALUE && strcmp(pg_last_error(), py) == 0);
+    pg_clear_error();
+    const char *rr = "ag_estimate_training_memory(): input_shape must be c(features) or "
+                     "c(features, batch) with positive whole numbers, got Inf";
+    CHECK(pg_mem_input_shape((const double[]){INFINITY}, 1, 32, 1, "Inf", &r, &c) != 0);
+    CHECK(strcmp(pg_last_error(), rr) == 0);
+    pg_clear_error();
+    /* a batch of 0, a non-number (NaN), past R's integers, three sizes, none */
+    const double bad[][3] = {{2, 0, 0}, {NAN, 2, 0}, {2, (double)INT_MAX + 1, 0}, {1, 2, 3}};
+    const int64_t n[] = {1, 2, 2, 3};
+    for (int i = 0; i < 4; i++)
+        CHECK_ERR(pg_mem_input_shape(bad[i], n[i], 0, 0, "x", &r, &c) != 0, PG_STATUS_ERR_VALUE,
+                  "with positive whole numbers, got x");
+    CHECK_ERR(pg_mem_input_shape(NULL, 0, 32, 0, "()", &r, &c) != 0, PG_STATUS_ERR_VALUE, "got ()");
+    CHECK_ERR(pg_mem_input_shape(NULL, 2, 32, 0, "x", &r, &c) != 0, PG_STATUS_ERR_ARG, "NULL");
+}
+
 void test_memory_report(void)
 {
+    test_input_shape();
     test_tape_text();
     test_budget();
     test_report();

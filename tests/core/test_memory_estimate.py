@@ -473,3 +473,18 @@ def test_freed_buffers_are_reused_and_trim_releases_them():
     b.free()
     assert pg.ag_memory_trim() >= 128 * 128 * 4
     assert pg.ag_memory_stats()["cached"] == 0
+
+
+def test_input_shape_rule_is_the_cores():
+    """input_shape's rule and text in the core (pg_mem_input_shape, as R's: issue 29)."""
+    m = pg.ag_sequential(pg.ag_linear(2, 3))
+    e = pg.ag_estimate_training_memory(model=m, input_shape=[2.0], batch_size=5, quiet=True)
+    assert e["activations"] == 288
+    rule = (
+        "ag_estimate_training_memory(): input_shape must be (features,) or (features, batch) "
+        "with positive whole numbers, got "
+    )
+    for v in ((2, 0.5), (2, float("inf")), (2, 2**31), (2, 3, 4), ("a", 2), True, ()):
+        with pytest.raises(pg.PyggmlrValueError) as err:
+            pg.ag_estimate_training_memory(model=m, input_shape=v, quiet=True)
+        assert str(err.value) == rule + pg._args.show(v)

@@ -385,3 +385,34 @@ def test_scheduler_drives_optimizer_updates(f64):
         opt.step()
         s.step()
     assert w.item() == -(1.0 + 0.5 + 0.25)
+
+
+def test_counts_truncated_by_the_core():
+    """The counts as R's as.integer (pg_sched_init, once for both languages: issue 29)."""
+    o, _ = _opt(0.1)
+    assert pg.lr_scheduler_step(o, 2.9).step_size == 2
+    s = pg.lr_scheduler_cyclic(o, 0.01, 0.1, step_size_up=3.7)
+    assert (s.step_size_up, s.step_size_down) == (3, 3) and type(s.step_size_down) is int
+    s = pg.lr_scheduler_warmup_cosine(o, -0.5, 5.5)  # -0.5 is 0: no warmup
+    assert (s.warmup_steps, s.total_steps) == (0, 5)
+    for bad in (0.9, 1e12, math.inf, math.nan, 2.0**31):
+        with pytest.raises(pg.PyggmlrValueError) as e:
+            pg.lr_scheduler_onecycle(o, 0.1, bad)
+        assert str(e.value) == "lr_scheduler_onecycle: total_steps must be >= 2"
+
+
+def test_count_args_truncated_by_the_core():
+    """accumulate_steps and ag_layer_norm's size: as.integer in the core (pg_arg_count)."""
+    w = pg.ag_param(np.zeros((2, 2)))
+    assert pg.optimizer_adam([w], accumulate_steps=2.9).accumulate_steps == 2
+    assert pg.ag_layer_norm(4.9).normalized_shape == 4
+    with pytest.raises(pg.PyggmlrValueError) as e:
+        pg.optimizer_sgd([w], accumulate_steps=2.0**31)
+    assert str(e.value) == (
+        "optimizer_sgd: accumulate_steps must be a positive integer, got 2147483648.0"
+    )
+    with pytest.raises(pg.PyggmlrValueError) as e:
+        pg.ag_layer_norm("3")
+    assert (
+        str(e.value) == "ag_layer_norm: normalized_shape must be a single positive integer, got '3'"
+    )

@@ -297,3 +297,25 @@ test_that(paste0("lr_scheduler_warmup (also in Python): linear ramp, then the ne
   expect_equal(vapply(1:4, function(i) s2$step(), numeric(1)), c(0.15, 0.2, 0.2, 0.2))
   expect_error(lr_scheduler_warmup(o2, 0), "warmup_steps must be >= 1", fixed = TRUE)
 })
+
+test_that("counts are truncated by the core: as.integer's rule once for both (issue 29)", {
+  o <- optimizer_sgd(list(w = ag_param(matrix(1))), lr = 0.1)
+  expect_identical(lr_scheduler_step(o, 2.9)$step_size, 2L)
+  s <- lr_scheduler_cyclic(o, 0.01, 0.1, step_size_up = 3.7)
+  expect_identical(c(s$step_size_up, s$step_size_down), c(3L, 3L))
+  s <- lr_scheduler_warmup_cosine(o, -0.5, 5.5)  # -0.5 is 0: no warmup
+  expect_identical(c(s$warmup_steps, s$total_steps), c(0L, 5L))
+  for (bad in list(0.9, 1e12, Inf, NaN, 2^31))
+    expect_error(lr_scheduler_onecycle(o, 0.1, bad), "^total_steps must be >= 2$",
+                 class = "pyggmlr_value_error")
+  # accumulate_steps and ag_layer_norm's size: the same as.integer, pg_arg_count
+  a <- optimizer_adam(list(ag_param(matrix(1))), accumulate_steps = 2.9)
+  expect_identical(a$accumulate_steps, 2L)
+  expect_identical(ag_layer_norm(4.9)$normalized_shape, 4L)
+  expect_error(optimizer_sgd(list(ag_param(matrix(1))), accumulate_steps = 2^31),
+               "optimizer_sgd: accumulate_steps must be a positive integer, got 2147483648",
+               fixed = TRUE, class = "pyggmlr_value_error")
+  expect_error(ag_layer_norm("3"),
+               "ag_layer_norm: normalized_shape must be a single positive integer, got \"3\"",
+               fixed = TRUE, class = "pyggmlr_value_error")
+})

@@ -128,3 +128,15 @@ test_that("ag_tape_memory(compiled =): a compiled step's planned buffers, as Pyt
   s2 <- ag_compile(function(a) ag_mean(d$forward(a)), x, build = "grad")
   expect_match(capture.output(print(s2))[1L], ", 1 dropout mask redrawn per call$")
 })
+
+test_that("input_shape's rule and text are the core's (pg_mem_input_shape, as Python's)", {
+  m <- ag_sequential(ag_linear(2, 3))
+  e <- ag_estimate_training_memory(model = m, input_shape = list(2), batch_size = 5, quiet = TRUE)
+  expect_identical(e$activations, 288)
+  rule <- paste0("ag_estimate_training_memory(): input_shape must be c(features) or ",
+                 "c(features, batch) with positive whole numbers, got ")
+  for (v in list(c(2, 0.5), c(2, Inf), c(2, 2^31), c(2, 3, 4), c("a", "2"), TRUE, numeric(0)))
+    expect_error(ag_estimate_training_memory(model = m, input_shape = v, quiet = TRUE),
+                 paste0(rule, paste(deparse(v), collapse = " ")), fixed = TRUE,
+                 class = "pyggmlr_value_error")
+})
