@@ -17,10 +17,11 @@ static int whole_at_least(double v, double lo, const char *msg)
 }
 
 /* A count as ggmlR coerces it (R's as.integer): truncated toward zero; NaN (a front end's
- * non-number), +-Inf or past R's integers becomes NaN (R's NA), which whole_at_least refuses. */
+ * non-number), +-Inf or outside (INT_MIN, INT_MAX + 1) becomes NaN (R's NA), which
+ * whole_at_least refuses. The same edges as pg_arg_count's. */
 static double as_count(double v)
 {
-    return (isfinite(v) && fabs(v) <= INT_MAX) ? trunc(v) + 0.0 : NAN; /* + 0.0: no -0 */
+    return (v > INT_MIN && v < INT_MAX + 1.0) ? trunc(v) + 0.0 : NAN; /* + 0.0: no -0 */
 }
 
 /* the ranges beyond ggmlR's own checks (issue 19): rates finite >= 0, factors finite > 0 */

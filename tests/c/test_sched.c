@@ -21,6 +21,9 @@ void test_sched(void)
     CHECK(init(PG_SCHED_KIND_STEP, p, (const double[]){2.9, 0.5}, 2) == 0 && p[0] == 2);
     CHECK(init(PG_SCHED_KIND_STEP, p, (const double[]){1.5, 0.5}, 2) == 0 && p[0] == 1);
     CHECK(init(PG_SCHED_KIND_STEP, p, (const double[]){INT_MAX, 0.5}, 2) == 0 && p[0] == INT_MAX);
+    /* as.integer keeps everything below INT_MAX + 1, as pg_arg_count does */
+    CHECK(init(PG_SCHED_KIND_STEP, p, (const double[]){INT_MAX + 0.5, 0.5}, 2) == 0 &&
+          p[0] == INT_MAX);
     /* 0.9 is 0; NaN (a non-number), Inf and past R's integers are NA: ggmlR's text */
     const double bad[] = {0.9, NAN, INFINITY, -INFINITY, 1e12, (double)INT_MAX + 1, -1e12};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {

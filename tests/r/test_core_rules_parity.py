@@ -60,13 +60,19 @@ def test_count_refused_alike(case, bad):
     )
 
 
+# (value, R's text, as.integer's result): as.integer keeps everything below 2^31
+_KEPT = [(7.9, "7.9", 7), (2147483647.5, "2147483647.5", 2147483647)]
+
+
 @pytest.mark.parametrize("case", _COUNTS, ids=[c[0] for c in _COUNTS])
-def test_count_truncated_alike(case):
+@pytest.mark.parametrize("kept", _KEPT, ids=[k[1] for k in _KEPT])
+def test_count_truncated_alike(case, kept):
     fn, kw, rargs, arg, _ = case
-    s = getattr(pg, fn)(_opt(), **_kw(fn, kw, arg, 7.9))
-    got = r.run(_OPT + f"s <- {fn}(o, {rargs}{arg} = 7.9); list(s${arg}, is.integer(s${arg}))")
-    assert getattr(s, arg) == 7 and type(getattr(s, arg)) is int
-    assert got == [7, True]
+    v, rv, want = kept
+    s = getattr(pg, fn)(_opt(), **_kw(fn, kw, arg, v))
+    got = r.run(_OPT + f"s <- {fn}(o, {rargs}{arg} = {rv}); list(s${arg}, is.integer(s${arg}))")
+    assert getattr(s, arg) == want and type(getattr(s, arg)) is int
+    assert got == [want, True]
 
 
 def test_cyclic_down_truncated_alike():

@@ -391,6 +391,7 @@ def test_counts_truncated_by_the_core():
     """The counts as R's as.integer (pg_sched_init, once for both languages: issue 29)."""
     o, _ = _opt(0.1)
     assert pg.lr_scheduler_step(o, 2.9).step_size == 2
+    assert pg.lr_scheduler_step(o, 2.0**31 - 0.5).step_size == 2**31 - 1  # below 2^31: kept
     s = pg.lr_scheduler_cyclic(o, 0.01, 0.1, step_size_up=3.7)
     assert (s.step_size_up, s.step_size_down) == (3, 3) and type(s.step_size_down) is int
     s = pg.lr_scheduler_warmup_cosine(o, -0.5, 5.5)  # -0.5 is 0: no warmup

@@ -301,6 +301,7 @@ test_that(paste0("lr_scheduler_warmup (also in Python): linear ramp, then the ne
 test_that("counts are truncated by the core: as.integer's rule once for both (issue 29)", {
   o <- optimizer_sgd(list(w = ag_param(matrix(1))), lr = 0.1)
   expect_identical(lr_scheduler_step(o, 2.9)$step_size, 2L)
+  expect_identical(lr_scheduler_step(o, 2^31 - 0.5)$step_size, .Machine$integer.max)
   s <- lr_scheduler_cyclic(o, 0.01, 0.1, step_size_up = 3.7)
   expect_identical(c(s$step_size_up, s$step_size_down), c(3L, 3L))
   s <- lr_scheduler_warmup_cosine(o, -0.5, 5.5)  # -0.5 is 0: no warmup
