@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import runpy
 
 import numpy as np
 import pytest
@@ -78,3 +79,12 @@ def test_v1_checkpoint_resumes_to_the_same_bits(who, dt):
     got = [float(v) for t in m.parameters().values() for v in t.numpy().ravel(order="F")]
     assert got == want["weights"]
     assert es.best == want["val_loss"][3] and es.best_epoch == 4
+
+
+@pytest.mark.parametrize("script", ["make_v1.py", "make_ckpt_v1.py"])
+def test_fixture_scripts_write_nothing_when_imported(script):
+    """A test run handed a fixture script as a path imports it: it refuses before writing."""
+    before = {f: os.stat(os.path.join(HERE, f)).st_mtime_ns for f in os.listdir(HERE)}
+    with pytest.raises(ImportError, match="rewrites tracked fixtures; run it as a script"):
+        runpy.run_path(os.path.join(HERE, script), run_name="fixtures.make")
+    assert {f: os.stat(os.path.join(HERE, f)).st_mtime_ns for f in os.listdir(HERE)} == before
