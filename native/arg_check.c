@@ -75,5 +75,7 @@ int pg_arg_real(const char *fn, const char *arg, double v, double lo, int lo_ope
 {
     if (!fn || !arg || !rule) return pg_fail(PG_STATUS_ERR_ARG, "pg_arg_real(): NULL");
     const int ok = !wrong_kind && isfinite(v) && (lo_open ? v > lo : v >= lo);
-    return ok ? 0 : refuse(fn, arg, rule, shown, wrong_kind);
+    char num[32]; /* no shown: v as the core prints numbers, the same text in both languages */
+    return ok ? 0
+              : refuse(fn, arg, rule, shown ? shown : pg_fmt_num(num, sizeof num, v), wrong_kind);
 }

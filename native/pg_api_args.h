@@ -22,7 +22,8 @@ int pg_arg_num(const char *fn, const char *arg, double v, const double *lo, cons
 int pg_arg_count(const char *fn, const char *arg, double v, double lo, const char *rule,
                  const char *shown, int wrong_kind, double *out);
 /* A number in the caller's words: v finite and > lo (lo_open) or >= lo; else "<fn>: <arg> must
- * be <rule>, got <shown>", PG_STATUS_ERR_VALUE (wrong_kind: PG_STATUS_ERR_ARG, v not read). For
+ * be <rule>, got <shown>" (shown NULL: v as pg_fmt_num prints it), PG_STATUS_ERR_VALUE
+ * (wrong_kind: PG_STATUS_ERR_ARG, v not read). For
  * ggmlR's own texts ("one positive finite number") that pg_arg_num would word otherwise. */
 int pg_arg_real(const char *fn, const char *arg, double v, double lo, int lo_open, const char *rule,
                 const char *shown, int wrong_kind);

@@ -345,10 +345,8 @@ def ag_allreduce_gradients(
     tensors = _tensors(params, "ag_allreduce_gradients")
     gh = _grads_handle(grads, "ag_allreduce_gradients")
     weight = check_real(weight, "ag_allreduce_gradients", "weight")
-    if not math.isfinite(weight) or weight < 0:
-        raise PyggmlrValueError(
-            f"ag_allreduce_gradients: weight must be finite and >= 0, got {weight}"
-        )
+    fn, rule = b"ag_allreduce_gradients", b"finite and >= 0"  # the core's rule and text, as R's
+    _core.check(lib.pg_arg_real(fn, b"weight", weight, 0, 0, rule, NULL, 0))
     MPI = _import_mpi()
     if check and comm.Get_size() > 1:
         _check_layout(comm, tensors, "ag_allreduce_gradients")

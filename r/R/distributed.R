@@ -84,9 +84,8 @@ ag_allreduce_gradients <- function(params, grads = NULL, weight = 1, check = TRU
   if (!is.numeric(weight) || is.factor(weight) || length(weight) != 1L)  # classed as Python's
     .arg_fail("argument", "ag_allreduce_gradients: weight must be a number, got %s",
               .arg_show(weight))
-  if (!is.finite(weight) || weight < 0)
-    .arg_fail("value", "ag_allreduce_gradients: weight must be finite and >= 0, got %s",
-              format(weight))
+  .Call(R_pg_arg_real, "ag_allreduce_gradients", "weight", as.double(weight), 0, FALSE,
+        "finite and >= 0", NULL, FALSE)  # the core's rule and text, as Python's
   .mpi_allreduce(.mpi_handles(.mpi_tensors(params, "ag_allreduce_gradients")), grads, weight, check)
 }
 

@@ -198,6 +198,13 @@ void test_fit_args(void)
                   "ag_capture_set: max_grad_norm must be one positive finite number, got v");
     CHECK(pg_arg_real("f", "a", 0, 0, 0, "r", "0", 0) == 0); /* closed at lo */
     CHECK_ERR(pg_arg_real("f", "a", 1, 0, 0, "r", "'x'", 1) != 0, PG_STATUS_ERR_ARG, "got 'x'");
+    /* no shown: the value as the core prints numbers (ag_allreduce_gradients' weight) */
+    CHECK_ERR(pg_arg_real("ag_allreduce_gradients", "weight", -0.5, 0, 0, "finite and >= 0", NULL,
+                          0) != 0,
+              PG_STATUS_ERR_VALUE,
+              "ag_allreduce_gradients: weight must be finite and >= 0, got -0.5");
+    CHECK_ERR(pg_arg_real("f", "w", -INFINITY, 0, 0, "r", NULL, 0) != 0, PG_STATUS_ERR_VALUE,
+              "f: w must be r, got -inf");
 
     /* ag_multihead_attention's sizes (pg_mha_check_sizes) */
     CHECK(pg_mha_check_sizes(8, 2) == 0 && pg_mha_check_sizes(1, 1) == 0);

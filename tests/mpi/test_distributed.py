@@ -427,3 +427,44 @@ def test_mpi_ag_fit_same_bits_in_r_and_python(tmp_path):
     )
     assert rr.returncode == 0, rr.stdout + rr.stderr
     assert json.load(open(rout)) == rep
+
+
+_BAD_WEIGHT = """
+import json, math, pyggmlr as pg, pyggmlr.distributed as d
+m = pg.ag_linear(2, 3)
+out = []
+for w in (-1.0, -0.5, math.nan, math.inf, -math.inf):
+    try:
+        d.ag_allreduce_gradients(m, weight=w)
+        out.append(None)
+    except pg.PyggmlrValueError as e:
+        out.append(str(e))
+out.append(d.ag_allreduce_gradients(m, weight=0.0))  # 0 is a weight (a rank without data)
+print(json.dumps(out))
+"""
+
+
+@needs_mpi
+def test_allreduce_weight_refused_alike_in_r_and_python():
+    """ag_allreduce_gradients' weight: the core's rule and text (pg_arg_real), the same words in
+    both languages (each language's spelling of NaN and Inf: the core's number style), before
+    any MPI call; 0 is accepted (one process: the total weight is 0)."""
+    r = subprocess.run(
+        [sys.executable, "-c", _BAD_WEIGHT], capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == 0, r.stderr
+    py = json.loads(r.stdout.strip().splitlines()[-1])
+    text = "ag_allreduce_gradients: weight must be finite and >= 0, got "
+    assert py == [text + s for s in ("-1", "-0.5", "nan", "inf", "-inf")] + [0.0]
+    if not _RSCRIPT:
+        pytest.skip("this machine has no R: the R half cannot run (scripts/install-r.sh)")
+    code = (
+        "suppressMessages(library(pyggmlr)); m <- ag_linear(2, 3);"
+        " for (w in c(-1, -0.5, NaN, Inf, -Inf, NA)) {"
+        " e <- tryCatch(ag_allreduce_gradients(m, weight = w), error = function(e) e);"
+        " cat(inherits(e, 'pyggmlr_value_error'), conditionMessage(e), '\\n', sep = '|') }"
+    )
+    rr = subprocess.run([_RSCRIPT, "-e", code], capture_output=True, text=True, timeout=120)
+    assert rr.returncode == 0, rr.stderr
+    shown = ("-1", "-0.5", "NaN", "Inf", "-Inf", "NA")
+    assert rr.stdout.splitlines() == [f"TRUE|{text}{s}|" for s in shown]

@@ -17,6 +17,17 @@ test_that("ag_fit(distributed = TRUE) argument checks", {
                "ag_fit: static cannot be true with distributed training", fixed = TRUE)
 })
 
+test_that("ag_allreduce_gradients' weight: the core's rule and text, before any MPI call", {
+  m <- ag_linear(2, 3)
+  for (w in list(list(-0.5, "-0.5"), list(NaN, "NaN"), list(-Inf, "-Inf"), list(NA_real_, "NA")))
+    expect_error(ag_allreduce_gradients(m, weight = w[[1L]]),
+                 paste0("ag_allreduce_gradients: weight must be finite and >= 0, got ", w[[2L]]),
+                 fixed = TRUE, class = "pyggmlr_value_error")
+  expect_error(ag_allreduce_gradients(m, weight = "1"),
+               "ag_allreduce_gradients: weight must be a number, got \"1\"", fixed = TRUE,
+               class = "pyggmlr_argument_error")
+})
+
 test_that(paste0("one MPI rank: ag_fit(distributed = TRUE) equals the plain run, and the ",
                  "collectives check their input"), {
   skip_without_rmpi()
