@@ -9,10 +9,10 @@
                                what)
   if (!is.numeric(v) || is.factor(v)) .arg_fail("argument", "%s: %s must be numeric, got %s", fn,
                                                 what, class(v)[[1L]])
-  v <- as.vector(v)
-  if (anyNA(v) || (is.double(v) && (any(!is.finite(v)) || any(v != round(v)))))
-    .arg_fail("value", "%s: %s must be whole numbers (0-based), got non-integer values", fn, what)
-  as.double(v)
+  v <- as.double(as.vector(v))
+  # NA, NaN, +/-Inf, 2.5: the core's rule and text (pg_arg_whole_ids, as Python's _class_ids)
+  .Call(R_pg_arg_whole_ids, fn, what, v)
+  v
 }
 
 # NULL is the identity; an unknown name is an error (ggmlR silently used the identity), as in Python
