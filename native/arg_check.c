@@ -98,3 +98,11 @@ int pg_arg_clamp(const char *fn, const char *arg, double v, double lo, double hi
     *out = trunc(v < lo ? lo : v > hi ? hi : v) + 0.0; /* + 0.0: no -0 */
     return 0;
 }
+
+int pg_arg_gain(const char *fn, double gain, int wrong_kind)
+{
+    if (!fn) return pg_fail(PG_STATUS_ERR_ARG, "pg_arg_gain(): NULL name");
+    if (wrong_kind || !isfinite(gain)) /* ggmlR's stop(): a bad value, whatever came */
+        return pg_fail(PG_STATUS_ERR_VALUE, "%s: gain must be a single finite number", fn);
+    return 0;
+}

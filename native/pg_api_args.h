@@ -37,3 +37,6 @@ int pg_arg_whole_ids(const char *fn, const char *what, const double *v, int64_t 
  * be <rule>, got <shown>", PG_STATUS_ERR_VALUE (wrong_kind: PG_STATUS_ERR_ARG, v not read). */
 int pg_arg_clamp(const char *fn, const char *arg, double v, double lo, double hi, const char *rule,
                  const char *shown, int wrong_kind, double *out);
+/* ag_linear(gain =): one finite number, else ggmlR's "<fn>: gain must be a single finite number",
+ * PG_STATUS_ERR_VALUE for the wrong kind too (wrong_kind: not one number, gain not read). */
+int pg_arg_gain(const char *fn, double gain, int wrong_kind);

@@ -91,9 +91,9 @@ ag_linear <- function(in_features, out_features, activation = NULL, init = "glor
                       gain = 1) {
   in_features <- .arg_int(in_features, "ag_linear", "in_features", 1L)
   out_features <- .arg_int(out_features, "ag_linear", "out_features", 1L)
-  if (!is.numeric(gain) || length(gain) != 1L || !is.finite(gain))
-    .arg_stop("ag_linear: gain must be a single finite number", kind = "value")  # as the core's
-  gain <- as.double(gain)
+  kind <- is.numeric(gain) && length(gain) == 1L
+  gain <- if (kind) as.double(gain) else NaN
+  .Call(R_pg_arg_gain, "ag_linear", gain, !kind)  # the core's rule and text, as Python's
   act <- .act(activation)  # refused before anything is drawn
   .layer_memory("ag_linear", sprintf("for in_features = %d, out_features = %d (a [%dx%d] weight)",
                                      in_features, out_features, out_features, in_features), 0, {

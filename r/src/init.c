@@ -280,6 +280,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_arg_num", (DL_FUNC)&R_pg_arg_num, 9},
     {"R_pg_arg_count", (DL_FUNC)&R_pg_arg_count, 7},
     {"R_pg_arg_whole_ids", (DL_FUNC)&R_pg_arg_whole_ids, 3},
+    {"R_pg_arg_gain", (DL_FUNC)&R_pg_arg_gain, 3},
     {"R_pg_arg_clamp", (DL_FUNC)&R_pg_arg_clamp, 8},
     {"R_pg_arg_real", (DL_FUNC)&R_pg_arg_real, 8},
     {"R_pg_mha_check_sizes", (DL_FUNC)&R_pg_mha_check_sizes, 2},

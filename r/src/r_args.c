@@ -66,6 +66,13 @@ SEXP R_pg_arg_clamp(SEXP fn, SEXP arg, SEXP v, SEXP lo, SEXP hi, SEXP rule, SEXP
     return Rf_ScalarInteger((int)out);
 }
 
+/* ag_linear(gain =) (pg_arg_gain): NULL, or the classed refusal */
+SEXP R_pg_arg_gain(SEXP fn, SEXP gain, SEXP wrong_kind)
+{
+    r_check(pg_arg_gain(str_or_null(fn), Rf_asReal(gain), Rf_asLogical(wrong_kind) == 1));
+    return R_NilValue;
+}
+
 /* a number in the caller's words (pg_arg_real): NULL when v passes, else the classed refusal */
 SEXP R_pg_arg_real(SEXP fn, SEXP arg, SEXP v, SEXP lo, SEXP lo_open, SEXP rule, SEXP shown,
                    SEXP wrong_kind)

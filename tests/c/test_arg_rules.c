@@ -1,5 +1,6 @@
 /* Rules both front ends wrote and now call once (issue 29): whole-number ids
- * (pg_arg_whole_ids), dp_train's verbose (pg_arg_clamp), ag_gather's index (pg_gather_f64). */
+ * (pg_arg_whole_ids), dp_train's verbose (pg_arg_clamp), ag_linear's gain (pg_arg_gain), ag_gather's
+ * index (pg_gather_f64). */
 #include <math.h>
 #include <string.h>
 #include "check.h"
@@ -48,6 +49,20 @@ void test_arg_rules(void)
     CHECK_ERR(pg_arg_clamp("dp_train", "verbose", 1, 0, imax, rule, "\"x\"", 1, &out) != 0,
               PG_STATUS_ERR_ARG, "dp_train: verbose must be TRUE/FALSE or an integer, got \"x\"");
     CHECK_ERR(pg_arg_clamp("f", "v", 1, 0, 1, NULL, "1", 0, &out) != 0, PG_STATUS_ERR_ARG, "NULL");
+
+    /* ag_linear's gain: one finite number; the wrong kind a bad value too (ggmlR's stop) */
+    const double gains[] = {1, 0, -2.5, 1e300, -1e300};
+    for (int i = 0; i < 5; i++) CHECK(pg_arg_gain("ag_linear", gains[i], 0) == 0);
+    const double nogain[] = {NAN, INFINITY, -INFINITY};
+    for (int i = 0; i < 3; i++)
+        CHECK_ERR(pg_arg_gain("ag_linear", nogain[i], 0) != 0, PG_STATUS_ERR_VALUE,
+                  "ag_linear: gain must be a single finite number");
+    CHECK_ERR(pg_arg_gain("ag_linear", 1, 1) != 0, PG_STATUS_ERR_VALUE,
+              "ag_linear: gain must be a single finite number");
+    CHECK_ERR(pg_arg_gain(NULL, 1, 0) != 0, PG_STATUS_ERR_ARG, "NULL");
+    double w[6];
+    CHECK_ERR(pg_rng_orthogonal(NULL, 3, 2, NAN, w) != 0, PG_STATUS_ERR_VALUE,
+              "ag_linear: gain must be a single finite number"); /* the same rule */
 }
 
 void test_gather_index(void)

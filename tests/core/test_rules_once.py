@@ -1,6 +1,7 @@
 """Rules both front ends wrote and now call once in the core (issue 29): whole-number ids
 (pg_arg_whole_ids: ag_embedding's ids), ag_gather's index (pg_gather_f64: the length, NA, whole
-numbers and range, in ggmlR's order) and dp_train's verbose (pg_arg_clamp). R's
+numbers and range, in ggmlR's order), dp_train's verbose (pg_arg_clamp) and ag_linear's gain
+(pg_arg_gain). R's
 test-rules-once.R has the same cases; tests/r/test_core_rules_parity.py runs them in both."""
 
 import math
@@ -104,3 +105,24 @@ def test_verbose_refused(v, exc, shown):
     data = [np.zeros((2, 1))]
     refused(lambda: pg.dp_train(lambda: pg.ag_linear(2, 2), data, loss_fn=lambda o, s: pg.ag_sum(o),
                                 n_iter=1, verbose=v), exc, _V.format(shown))  # fmt: skip
+
+
+_GAIN = "ag_linear: gain must be a single finite number"
+
+
+@pytest.mark.parametrize("g", [math.nan, math.inf, -math.inf, 10**400, True, np.True_, "a", None,
+                               [1, 2]])  # fmt: skip
+def test_gain_refused(g):
+    refused(lambda: pg.ag_linear(2, 3, gain=g), PyggmlrValueError, _GAIN)  # the wrong kind too
+
+
+def test_gain_kept():
+    pg.ggml_set_seed(1)
+    w1 = pg.ag_linear(2, 3).W.numpy()
+    for g, want in [(2.5, 2.5), (np.float32(2), 2.0), (np.int64(-3), -3.0), (0, 0.0)]:
+        pg.ggml_set_seed(1)
+        lin = pg.ag_linear(2, 3, gain=g)
+        assert lin.gain == want and type(lin.gain) is float
+        np.testing.assert_allclose(lin.W.numpy(), w1 * want, rtol=1e-6)
+    pg.ggml_set_seed(1)
+    assert pg.ag_linear(2, 3, init="orthogonal", gain=1e300).W.shape == (3, 2)

@@ -291,3 +291,26 @@ def test_verbose_refused_alike(case):
         f"dp_train(make, d, loss_fn = function(o, s) ag_sum(o), n_iter = 1L, verbose = {rv})",
         exc, _V.format(shown), _V.format(rshown), setup=_DP,
     )  # fmt: skip
+
+
+# ag_linear's gain (pg_arg_gain): one finite number; ggmlR's text, a bad value for any kind
+_GAIN = "ag_linear: gain must be a single finite number"
+_GAINS = [(math.nan, "NaN"), (math.inf, "Inf"), (-math.inf, "-Inf"), (True, "TRUE"), ("a", '"a"'),
+          (None, "NULL"), ([1, 2], "c(1, 2)")]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", _GAINS, ids=[c[1] for c in _GAINS])
+def test_gain_refused_alike(case):
+    g, rg = case
+    same_refusal(lambda: pg.ag_linear(2, 3, gain=g), f"ag_linear(2, 3, gain = {rg})",
+                 pg.PyggmlrValueError, _GAIN)  # fmt: skip
+
+
+@pytest.mark.parametrize("g", [2.5, -0.5, 1e300, 0.0])
+def test_gain_kept_alike(g):
+    pg.ggml_set_seed(1)
+    w = pg.ag_linear(2, 3, gain=g).W.numpy()
+    got = r.run(f"set.seed(1); l <- ag_linear(2, 3, gain = {g!r}); list(l$W$data, "
+                "l$to_config()$gain)")  # fmt: skip
+    np.testing.assert_array_equal(np.asarray(got[0]), w)
+    assert got[1] == g

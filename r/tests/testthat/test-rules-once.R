@@ -1,6 +1,7 @@
 # Rules both front ends wrote and now call once in the core (issue 29): whole-number ids
 # (pg_arg_whole_ids: ag_embedding's ids), ag_gather's index (pg_gather_f64: the length, NA, whole
-# numbers and range, in ggmlR's order) and dp_train's verbose (pg_arg_clamp). Python's
+# numbers and range, in ggmlR's order), dp_train's verbose (pg_arg_clamp) and ag_linear's gain
+# (pg_arg_gain). Python's
 # tests/core/test_rules_once.py has the same cases; tests/r/test_core_rules_parity.py runs both.
 
 .refuses <- function(expr, text, class) {
@@ -81,4 +82,18 @@ test_that("dp_train's verbose: the core's clamp and refusals", {
   make <- function() ag_sequential(ag_linear(2, 2))
   .refuses(dp_train(make, list(matrix(0, 2, 1)), loss_fn = function(o, s) ag_sum(o), n_iter = 1L,
                     verbose = -Inf), paste0(.V, "-Inf"), "pyggmlr_value_error")
+})
+
+test_that("ag_linear's gain: the core's rule, a bad value for the wrong kind too", {
+  txt <- "ag_linear: gain must be a single finite number"
+  for (g in list(NaN, NA, NA_real_, NA_integer_, Inf, -Inf, TRUE, "a", NULL, c(1, 2), factor("a")))
+    .refuses(ag_linear(2, 3, gain = g), txt, "pyggmlr_value_error")
+  set.seed(1)
+  w1 <- ag_linear(2, 3)$W$data
+  for (g in list(2.5, 2L, -3, 0)) {
+    set.seed(1)
+    l <- ag_linear(2, 3, gain = g)
+    expect_identical(l$to_config()$gain, as.double(g))
+    expect_equal(l$W$data, w1 * g, tolerance = 1e-6)
+  }
 })
