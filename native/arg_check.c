@@ -79,3 +79,32 @@ int pg_arg_real(const char *fn, const char *arg, double v, double lo, int lo_ope
     return ok ? 0
               : refuse(fn, arg, rule, shown ? shown : pg_fmt_num(num, sizeof num, v), wrong_kind);
 }
+
+int pg_arg_whole_ids(const char *fn, const char *what, const double *v, int64_t n)
+{
+    if (!fn || !what || (n && !v) || n < 0)
+        return pg_fail(PG_STATUS_ERR_ARG, "pg_arg_whole_ids(): NULL");
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(v[i]) || v[i] != floor(v[i])) /* NaN / R's NA, +/-Inf, 2.5 */
+            return pg_fail(PG_STATUS_ERR_VALUE,
+                           "%s: %s must be whole numbers (0-based), got non-integer values", fn,
+                           what);
+    return 0;
+}
+
+int pg_arg_clamp(const char *fn, const char *arg, double v, double lo, double hi, const char *rule,
+                 const char *shown, int wrong_kind, double *out)
+{
+    if (!fn || !arg || !rule || !out) return pg_fail(PG_STATUS_ERR_ARG, "pg_arg_clamp(): NULL");
+    if (wrong_kind || !isfinite(v)) return refuse(fn, arg, rule, shown, wrong_kind);
+    *out = trunc(v < lo ? lo : v > hi ? hi : v) + 0.0; /* + 0.0: no -0 */
+    return 0;
+}
+
+int pg_arg_gain(const char *fn, double gain, int wrong_kind)
+{
+    if (!fn) return pg_fail(PG_STATUS_ERR_ARG, "pg_arg_gain(): NULL name");
+    if (wrong_kind || !isfinite(gain)) /* ggmlR's stop(): a bad value, whatever came */
+        return pg_fail(PG_STATUS_ERR_VALUE, "%s: gain must be a single finite number", fn);
+    return 0;
+}

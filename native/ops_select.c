@@ -129,6 +129,28 @@ pg_tensor *pg_gather(pg_tensor *x, const int64_t *idx, int64_t n)
     return pg_positions_op("gather", gather_fw, gather_bw, x, idx, C, 1, C, C);
 }
 
+pg_tensor *pg_gather_f64(pg_tensor *x, const double *v, int64_t n)
+{
+    if (pg_not_live(x, "ag_gather", "x")) return NULL;
+    int64_t R = x->ne[0], C = x->ne[1];
+    if (n != C) return pg_gather(x, NULL, n); /* its length text */
+    if (C && !v) return pg_fail_null(PG_STATUS_ERR_ARG, "ag_gather: index is NULL");
+    /* ggmlR's order, each over the whole index: NA, then whole numbers (+/-Inf are whole, out of
+     * range), then the range (pg_gather's) */
+    for (int64_t j = 0; j < C; j++)
+        if (isnan(v[j])) return pg_fail_null(PG_STATUS_ERR_VALUE, "ag_gather: index contains NA");
+    for (int64_t j = 0; j < C; j++)
+        if (isfinite(v[j]) && v[j] != floor(v[j]))
+            return pg_fail_null(PG_STATUS_ERR_VALUE,
+                                "ag_gather: index must be whole numbers (0-based)");
+    int64_t *idx = malloc((size_t)(C ? C : 1) * sizeof *idx);
+    if (!idx) return pg_fail_null(PG_STATUS_ERR_NOMEM, "ag_gather: out of memory for the index");
+    for (int64_t j = 0; j < C; j++) idx[j] = v[j] >= 0 && v[j] < (double)R ? (int64_t)v[j] : -1;
+    pg_tensor *out = pg_gather(x, idx, C);
+    free(idx);
+    return out;
+}
+
 /* ag_max: the argmax is taken again by every run (a replay sees new values) into the saved ids,
  * which the gather backward then uses */
 static int colmax_fw(pg_node *n)

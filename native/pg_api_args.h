@@ -27,3 +27,17 @@ int pg_arg_count(const char *fn, const char *arg, double v, double lo, const cha
  * ggmlR's own texts ("one positive finite number") that pg_arg_num would word otherwise. */
 int pg_arg_real(const char *fn, const char *arg, double v, double lo, int lo_open, const char *rule,
                 const char *shown, int wrong_kind);
+/* Whole-number ids (ag_embedding's ids, 0-based rows or classes): each of v[0..n) finite and
+ * whole, else "<fn>: <what> must be whole numbers (0-based), got non-integer values"
+ * (PG_STATUS_ERR_VALUE; NaN / R's NA, +/-Inf and 2.5 alike). The front ends refuse the wrong kind
+ * (booleans, non-numbers) with their own texts and hand the values here as doubles; the range
+ * is the op's to check. 0 when all pass (n = 0 too). */
+int pg_arg_whole_ids(const char *fn, const char *what, const double *v, int64_t n);
+/* A finite number clamped to [lo, hi] and truncated toward zero into *out (dp_train's verbose:
+ * past R's integers the largest, a negative 0); NaN and +/-Inf refused with "<fn>: <arg> must
+ * be <rule>, got <shown>", PG_STATUS_ERR_VALUE (wrong_kind: PG_STATUS_ERR_ARG, v not read). */
+int pg_arg_clamp(const char *fn, const char *arg, double v, double lo, double hi, const char *rule,
+                 const char *shown, int wrong_kind, double *out);
+/* ag_linear(gain =): one finite number, else ggmlR's "<fn>: gain must be a single finite number",
+ * PG_STATUS_ERR_VALUE for the wrong kind too (wrong_kind: not one number, gain not read). */
+int pg_arg_gain(const char *fn, double gain, int wrong_kind);

@@ -10,6 +10,12 @@ pg_tensor *pg_log_softmax(pg_tensor *x);
 /* out[1, j] = x[idx[j], j] for n = ncol(x) ids in [0, nrow); the gradient of column j goes to the
  * picked entry only. */
 pg_tensor *pg_gather(pg_tensor *x, const int64_t *idx, int64_t n);
+/* ag_gather with the index as the front ends hold it (doubles: R's numbers, NaN for NA): its
+ * checks in ggmlR's order, each over the whole index, with ggmlR's texts: the length (n must be
+ * ncol(x), PG_STATUS_ERR_SHAPE), "ag_gather: index contains NA", "ag_gather: index must be whole
+ * numbers (0-based)" (+/-Inf are whole), then the range (+/-Inf, 1e300: out of range 0..nrow-1),
+ * PG_STATUS_ERR_VALUE; then pg_gather. */
+pg_tensor *pg_gather_f64(pg_tensor *x, const double *v, int64_t n);
 /* ag_max: [1, batch] column maxima, x[argmax, j] (taken again by every replay); the whole
  * gradient goes to the first maximum. */
 pg_tensor *pg_colmax(pg_tensor *x);

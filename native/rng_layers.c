@@ -156,8 +156,7 @@ int pg_rng_orthogonal(pg_rng *r, int64_t out, int64_t in, double gain, double *w
         return pg_fail(PG_STATUS_ERR_VALUE,
                        "ag_linear: orthogonal init needs out >= 1 and in >= 1, got [%lldx%lld]",
                        (long long)out, (long long)in);
-    if (!isfinite(gain))
-        return pg_fail(PG_STATUS_ERR_VALUE, "ag_linear: gain must be a single finite number");
+    if (pg_arg_gain("ag_linear", gain, 0)) return PG_STATUS_ERR_VALUE;
     if (!w) return pg_fail(PG_STATUS_ERR_ARG, "ag_linear: w is NULL");
     int64_t n = out > in ? out : in, k = out > in ? in : out;
     /* G and Q here, the reflectors in the QR: three [n, k] blocks of doubles */

@@ -362,11 +362,10 @@ def _class_ids(a, name, what="class ids", dtype=np.int64):
     int64 array (or float64: whole values, for the core to range-check); a Tensor gives its
     values."""
     a = a.numpy() if isinstance(a, Tensor) else as_numeric(a, name, what)
-    if a.dtype.kind == "f":
-        if not np.all(np.isfinite(a)) or np.any(a != np.round(a)):
-            raise PyggmlrValueError(
-                f"{name}: {what} must be whole numbers (0-based), got non-integer values"
-            )
+    if a.dtype.kind == "f":  # NaN, +/-Inf, 2.5: the core's rule and text (as R's .ids)
+        f = np.ascontiguousarray(a.reshape(-1, order="F"), dtype=np.float64)
+        _core.check(lib.pg_arg_whole_ids(name.encode(), what.encode(),
+                                         ffi.cast("double *", f.ctypes.data), f.size))  # fmt: skip
     elif a.dtype.kind == "b":  # True / False are not row or class numbers (issue 19)
         raise ArgumentError(f"{name}: {what} must be 0-based integers, got booleans")
     elif a.dtype.kind not in "iu":

@@ -14,7 +14,7 @@ import numpy as np
 from . import _core
 from ._args import asarray
 from ._core import ffi, lib
-from .errors import ArgumentError, PyggmlrValueError, ShapeError
+from .errors import ArgumentError
 from .ops import _out, _pair, _unary_arg
 from .tensor import ArrayLike, Tensor, _as_tensor
 
@@ -57,24 +57,14 @@ def ag_log_softmax(x: ArrayLike) -> Tensor:
     return _out(lib.pg_log_softmax(t._handle(op)))
 
 
-def _gather_index(index: Any, ncol: int) -> np.ndarray:
-    """ggmlR's checks of ag_gather's index, in its order and with its messages."""
+def _gather_index(index: Any) -> np.ndarray:
+    """ag_gather's index as doubles, its kind checked (ggmlR's text); its length, NA, whole
+    numbers and range are the core's rules and texts, in ggmlR's order (pg_gather_f64, as R's)."""
     msg = "ag_gather: index must be numeric (0-based integers)"  # a ragged list too (ggmlR)
     a = asarray(index, lambda e: ArgumentError(msg))  # R's classes: the wrong kind, a shape
     if a.dtype.kind not in "iuf" or isinstance(index, (bool, np.bool_)):
         raise ArgumentError(msg)
-    a = a.reshape(-1)
-    if a.size != ncol:
-        raise ShapeError(f"ag_gather: index has length {a.size}, x has {ncol} columns")
-    if a.dtype.kind == "f":
-        if np.isnan(a).any():
-            raise PyggmlrValueError("ag_gather: index contains NA")
-        if (a[np.isfinite(a)] != np.round(a[np.isfinite(a)])).any():
-            raise PyggmlrValueError("ag_gather: index must be whole numbers (0-based)")
-    # +/-Inf (R: a whole number) and huge ids are out of range whatever nrow is: the core says so
-    if a.size and not (np.abs(a) < 2**62).all():
-        a = np.full(a.size, -1)
-    return np.ascontiguousarray(a, dtype=np.int64)
+    return np.ascontiguousarray(a.reshape(-1), dtype=np.float64)
 
 
 def ag_gather(x: ArrayLike, index: Any) -> Tensor:
@@ -82,8 +72,8 @@ def ag_gather(x: ArrayLike, index: Any) -> Tensor:
     the picked entry only. index: one whole number per column, in 0..nrow-1."""
     op = "ag_gather"
     t = _unary_arg(x, op)
-    idx = _gather_index(index, t.shape[1])
-    return _out(lib.pg_gather(t._handle(op), ffi.cast("int64_t *", idx.ctypes.data), idx.size))
+    idx = _gather_index(index)
+    return _out(lib.pg_gather_f64(t._handle(op), ffi.cast("double *", idx.ctypes.data), idx.size))
 
 
 def ag_max(x: ArrayLike) -> Tensor:

@@ -169,13 +169,11 @@ class ag_linear(Module):
             )
         _check_activation(activation, "ag_linear")
         # ggmlR 0.8.6's order: gain, then init (validated before any draw)
-        if (
-            isinstance(gain, (bool, np.bool_))
-            or not isinstance(gain, (int, float, np.integer, np.floating))
-            or not math.isfinite(as_float(gain))  # 10**400 (it raised OverflowError)
-        ):
-            raise PyggmlrValueError("ag_linear: gain must be a single finite number")  # ggmlR's
-        gain = as_float(gain)
+        kind = not isinstance(gain, (bool, np.bool_)) and isinstance(
+            gain, (int, float, np.integer, np.floating)
+        )
+        gain = as_float(gain) if kind else math.nan  # 10**400: Inf (it raised OverflowError)
+        check(lib.pg_arg_gain(b"ag_linear", gain, not kind))  # the core's rule, as R's
         if isinstance(init, str):
             # R's match.arg: a unique prefix ("orth") names an init; R's text
             init = match_arg(init, _INITS, "ag_linear", "init")

@@ -79,15 +79,16 @@ def _verbose_every(verbose):
         return 0
     if verbose is True:
         return 1
-    # the wrong kind an ArgumentError, NaN or +/-Inf a bad value (int(inf) raised OverflowError),
-    # as R's .dp_every; past R's integers: the largest
-    msg = f"dp_train: verbose must be TRUE/FALSE or an integer, got {show(verbose)}"
-    if not is_real(verbose):
-        raise ArgumentError(msg)
-    v = as_float(verbose)
-    if not math.isfinite(v):
-        raise PyggmlrValueError(msg)
-    return int(min(max(v, 0), INT_MAX))
+    # the wrong kind an ArgumentError, NaN or +/-Inf a bad value (int(inf) raised OverflowError);
+    # past R's integers the largest: the core's rule and text (pg_arg_clamp, as R's .dp_every)
+    kind, out = is_real(verbose), ffi.new("double *")
+    f = as_float(verbose) if kind else math.nan
+    shown = show(verbose).encode("utf-8", "replace")
+    rule = b"TRUE/FALSE or an integer"
+    _core.check(
+        lib.pg_arg_clamp(b"dp_train", b"verbose", f, 0, INT_MAX, rule, shown, not kind, out)
+    )
+    return int(out[0])
 
 
 def dp_train(

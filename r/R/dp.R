@@ -13,11 +13,11 @@
   if (is.null(verbose) || isFALSE(verbose)) return(0L)
   if (isTRUE(verbose)) return(1L)
   # the wrong kind an argument error, NaN or +/-Inf a bad value (as.integer(Inf) warned, then
-  # failed unclassed: issue 29); past R's integers: the largest
-  if (!is.numeric(verbose) || is.factor(verbose) || length(verbose) != 1L || !is.finite(verbose))
-    .arg_stop("dp_train: verbose must be TRUE/FALSE or an integer, got ", .arg_show(verbose),
-              kind = if (is.numeric(verbose) && length(verbose) == 1L) "value" else "argument")
-  as.integer(max(min(verbose, .INT_MAX), 0))
+  # failed unclassed: issue 29); past R's integers the largest: the core's rule and text
+  # (pg_arg_clamp, as Python's _verbose_every)
+  kind <- is.numeric(verbose) && !is.factor(verbose) && length(verbose) == 1L
+  .Call(R_pg_arg_clamp, "dp_train", "verbose", if (kind) as.double(verbose) else NaN, 0, .INT_MAX,
+        "TRUE/FALSE or an integer", .arg_show(verbose), !kind)
 }
 
 dp_train <- function(make_model, data, loss_fn = NULL, forward_fn = NULL, target_fn = NULL,

@@ -9,10 +9,10 @@
                                what)
   if (!is.numeric(v) || is.factor(v)) .arg_fail("argument", "%s: %s must be numeric, got %s", fn,
                                                 what, class(v)[[1L]])
-  v <- as.vector(v)
-  if (anyNA(v) || (is.double(v) && (any(!is.finite(v)) || any(v != round(v)))))
-    .arg_fail("value", "%s: %s must be whole numbers (0-based), got non-integer values", fn, what)
-  as.double(v)
+  v <- as.double(as.vector(v))
+  # NA, NaN, +/-Inf, 2.5: the core's rule and text (pg_arg_whole_ids, as Python's _class_ids)
+  .Call(R_pg_arg_whole_ids, fn, what, v)
+  v
 }
 
 # NULL is the identity; an unknown name is an error (ggmlR silently used the identity), as in Python
@@ -91,9 +91,9 @@ ag_linear <- function(in_features, out_features, activation = NULL, init = "glor
                       gain = 1) {
   in_features <- .arg_int(in_features, "ag_linear", "in_features", 1L)
   out_features <- .arg_int(out_features, "ag_linear", "out_features", 1L)
-  if (!is.numeric(gain) || length(gain) != 1L || !is.finite(gain))
-    .arg_stop("ag_linear: gain must be a single finite number", kind = "value")  # as the core's
-  gain <- as.double(gain)
+  kind <- is.numeric(gain) && length(gain) == 1L
+  gain <- if (kind) as.double(gain) else NaN
+  .Call(R_pg_arg_gain, "ag_linear", gain, !kind)  # the core's rule and text, as Python's
   act <- .act(activation)  # refused before anything is drawn
   .layer_memory("ag_linear", sprintf("for in_features = %d, out_features = %d (a [%dx%d] weight)",
                                      in_features, out_features, out_features, in_features), 0, {

@@ -9,25 +9,14 @@ ag_argmax <- function(x) .Call(R_pg_argmax, x)
 # Per column x - max(x) - log(sum(exp(x - max(x)))), one tape node.
 ag_log_softmax <- function(x) .Call(R_pg_log_softmax, x)
 
-# out[1, j] = x[index[j] + 1, j]. ggmlR's checks, in its order and with its messages; the core
-# repeats the length and range checks with the same texts.
+# out[1, j] = x[index[j] + 1, j]. The index's kind here (ggmlR's text); its length, NA, whole
+# numbers and range are the core's rules and texts, in ggmlR's order (pg_gather_f64, as Python's).
 ag_gather <- function(x, index) {
   # x is data before the index checks (Python's order; NULL was "x has 1 columns": issue 29)
   if (!inherits(x, "ag_tensor")) .need_tensor(x, "ag_gather")
-  d <- if (is_ag_tensor(x)) dim(x) else if (is.null(dim(x))) c(length(x), 1L) else dim(x)
   if (!is.numeric(index))
     .arg_stop("ag_gather: index must be numeric (0-based integers)")
-  index <- as.vector(index)
-  if (length(index) != d[2L])
-    .arg_stop(sprintf("ag_gather: index has length %d, x has %d columns", length(index), d[2L]),
-              kind = "shape")
-  if (anyNA(index)) .arg_stop("ag_gather: index contains NA", kind = "value")
-  if (any(index != round(index))) .arg_stop("ag_gather: index must be whole numbers (0-based)",
-                                            kind = "value")
-  if (any(index < 0 | index > d[1L] - 1))
-    .arg_stop(sprintf("ag_gather: index out of range 0..%d (indices are 0-based)", d[1L] - 1L),
-              kind = "value")
-  .Call(R_pg_gather, x, index)
+  .Call(R_pg_gather, x, as.double(as.vector(index)))
 }
 
 # ag_gather(x, ag_argmax(x)) as one core node: [1, batch] column maxima; the gradient goes to the

@@ -46,6 +46,33 @@ SEXP R_pg_arg_count(SEXP fn, SEXP arg, SEXP v, SEXP lo, SEXP rule, SEXP shown, S
     return Rf_ScalarInteger((int)out);
 }
 
+/* whole-number ids (pg_arg_whole_ids): v a double vector; NULL, or the classed refusal */
+SEXP R_pg_arg_whole_ids(SEXP fn, SEXP what, SEXP v)
+{
+    if (TYPEOF(v) != REALSXP) r_stopf(PG_STATUS_ERR_ARG, "R_pg_arg_whole_ids: v must be double");
+    r_check(pg_arg_whole_ids(str_or_null(fn), str_or_null(what), REAL(v), (int64_t)XLENGTH(v)));
+    return R_NilValue;
+}
+
+/* a finite number clamped and truncated (pg_arg_clamp, dp_train's verbose): the integer, or the
+ * classed refusal */
+SEXP R_pg_arg_clamp(SEXP fn, SEXP arg, SEXP v, SEXP lo, SEXP hi, SEXP rule, SEXP shown,
+                    SEXP wrong_kind)
+{
+    double out = 0;
+    r_check(pg_arg_clamp(str_or_null(fn), str_or_null(arg), Rf_asReal(v), Rf_asReal(lo),
+                         Rf_asReal(hi), str_or_null(rule), str_or_null(shown),
+                         Rf_asLogical(wrong_kind) == 1, &out));
+    return Rf_ScalarInteger((int)out);
+}
+
+/* ag_linear(gain =) (pg_arg_gain): NULL, or the classed refusal */
+SEXP R_pg_arg_gain(SEXP fn, SEXP gain, SEXP wrong_kind)
+{
+    r_check(pg_arg_gain(str_or_null(fn), Rf_asReal(gain), Rf_asLogical(wrong_kind) == 1));
+    return R_NilValue;
+}
+
 /* a number in the caller's words (pg_arg_real): NULL when v passes, else the classed refusal */
 SEXP R_pg_arg_real(SEXP fn, SEXP arg, SEXP v, SEXP lo, SEXP lo_open, SEXP rule, SEXP shown,
                    SEXP wrong_kind)

@@ -51,20 +51,13 @@ SEXP R_pg_colmax(SEXP X) { return unary_select(X, pg_colmax, "ag_max"); }
  * int64 cast could not hold becomes -1 so the core still refuses it with ggmlR's text */
 SEXP R_pg_gather(SEXP X, SEXP index)
 {
-    if (TYPEOF(index) != REALSXP && TYPEOF(index) != INTSXP)
+    if (TYPEOF(index) != REALSXP)
         r_stopf(PG_STATUS_ERR_ARG, "ag_gather: index must be numeric (0-based integers)");
-    R_xlen_t n = XLENGTH(index);
-    int64_t *idx = (int64_t *)R_alloc(n > 0 ? n : 1, sizeof(int64_t));
-    for (R_xlen_t i = 0; i < n; i++) {
-        double v = TYPEOF(index) == INTSXP
-            ? (INTEGER(index)[i] == NA_INTEGER ? -1.0 : INTEGER(index)[i])
-            : REAL(index)[i];
-        idx[i] = (v >= 0 && v < 9.0e18) ? (int64_t)v : -1;
-    }
     int tmp = 0;
     pg_tensor *x = r_operand(X, pg_default_dtype(), "ag_gather", "x", &tmp);
     if (x == NULL) r_fail();
-    pg_tensor *out = pg_gather(x, idx, (int64_t)n);
+    /* the length, NA, whole numbers and range: the core's (pg_gather_f64) */
+    pg_tensor *out = pg_gather_f64(x, REAL(index), (int64_t)XLENGTH(index));
     if (tmp) pg_tensor_release(x);
     return r_wrap_tensor(out);
 }

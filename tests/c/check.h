@@ -99,6 +99,8 @@ void test_loss_opt(void);
 void test_fit_binary(void);
 void test_arg_check(void);
 void test_fit_args(void);
+void test_arg_rules(void);
+void test_gather_index(void);
 void test_metrics(void);
 void test_fit_weight(void);
 void test_predict(void);

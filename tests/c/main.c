@@ -81,6 +81,8 @@ int main(void)
     run("fit_binary", test_fit_binary);
     run("arg_check", test_arg_check);
     run("fit_args", test_fit_args);
+    run("arg_rules", test_arg_rules);
+    run("gather_index", test_gather_index);
     run("metrics", test_metrics);
     run("fit weights", test_fit_weight);
     run("predict", test_predict);

@@ -1,7 +1,9 @@
 """Rules that were written in both front ends and now live once in the core (issue 29): the
 schedules' counts (R's as.integer: truncated toward zero; NaN, Inf and past R's integers NA,
-refused; pg_sched_init) and ag_estimate_training_memory's input_shape (pg_mem_input_shape). Each
-case is the same call in both languages, with the same values kept or the same refusal."""
+refused; pg_sched_init), ag_estimate_training_memory's input_shape (pg_mem_input_shape), whole-
+number ids (pg_arg_whole_ids), ag_gather's index (pg_gather_f64) and dp_train's verbose
+(pg_arg_clamp). Each case is the same call in both languages, with the same values kept or the
+same refusal."""
 
 import math
 
@@ -192,3 +194,123 @@ def test_max_grad_norm_refused_alike(case):
     same_refusal(lambda: pg.ag_capture_step(len, max_grad_norm=v),
                  f"ag_capture_step(identity, max_grad_norm = {rv})", pg.PyggmlrValueError,
                  _MGN.format(shown), _MGN.format(rshown))  # fmt: skip
+
+
+# whole-number ids (pg_arg_whole_ids): ag_embedding's ids, the same refusal for each
+_IDS = "ag_embedding: ids must be whole numbers (0-based), got non-integer values"
+_E = "set.seed(1); e <- ag_embedding(10, 4); "
+_NOT_WHOLE = [(math.nan, "NaN"), (math.inf, "Inf"), (-math.inf, "-Inf"), (2.5, "2.5"),
+              (-0.5, "-0.5")]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", _NOT_WHOLE, ids=[c[1] for c in _NOT_WHOLE])
+def test_whole_ids_refused_alike(case):
+    v, rv = case
+    e = pg.ag_embedding(10, 4)
+    same_refusal(lambda: e.forward([2.0, v]), f"e$forward(c(2, {rv}))", pg.PyggmlrValueError,
+                 _IDS, setup=_E)  # fmt: skip
+
+
+def test_whole_ids_kept_alike():
+    pg.ggml_set_seed(1)
+    e = pg.ag_embedding(10, 4)
+    got = r.run(_E + "list(e$forward(c(2, 9, -0))$data, dim(e$forward(double())$data))")
+    np.testing.assert_array_equal(np.asarray(got[0]), e.forward([2.0, 9.0, -0.0]).numpy())
+    assert list(got[1]) == [4, 0] and e.forward(np.zeros(0)).shape == (4, 0)
+    txt = (
+        "ag_embedding: id 1e+300 at position {} is out of range [0, 10) for weight [4x10] f32 "
+        "(ids are 0-based)"
+    )  # positions as each language counts them
+    same_refusal(lambda: e.forward([2.0, 1e300]), "e$forward(c(2, 1e300))", pg.PyggmlrValueError,
+                 txt.format(1), txt.format(2), setup=_E)  # fmt: skip
+
+
+# ag_gather's index (pg_gather_f64): the length, NA, whole numbers, the range, in that order
+_GX = np.arange(1.0, 7).reshape((3, 2), order="F")
+_G = "x <- matrix(1:6, 3, 2); "
+_NA, _WHOLE = "ag_gather: index contains NA", "ag_gather: index must be whole numbers (0-based)"
+_RANGE = "ag_gather: index out of range 0..2 (indices are 0-based)"
+_GATHER = [
+    ([0, 1, 2], "c(0, 1, 2)", pg.ShapeError, "ag_gather: index has length 3, x has 2 columns"),
+    ([], "double()", pg.ShapeError, "ag_gather: index has length 0, x has 2 columns"),
+    ([math.nan, 1e300], "c(NaN, 1e300)", pg.PyggmlrValueError, _NA),
+    ([0.5, math.nan], "c(0.5, NA)", pg.PyggmlrValueError, _NA),
+    ([math.inf, 2.5], "c(Inf, 2.5)", pg.PyggmlrValueError, _WHOLE),
+    ([-0.5, 0], "c(-0.5, 0)", pg.PyggmlrValueError, _WHOLE),
+    ([math.inf, 0], "c(Inf, 0)", pg.PyggmlrValueError, _RANGE),
+    ([0, -math.inf], "c(0, -Inf)", pg.PyggmlrValueError, _RANGE),
+    ([1e300, 0], "c(1e300, 0)", pg.PyggmlrValueError, _RANGE),
+    ([2.0**31, 0], "c(2^31, 0)", pg.PyggmlrValueError, _RANGE),
+    ([0, -1], "c(0L, -1L)", pg.PyggmlrValueError, _RANGE),
+    ("a", '"a"', pg.ArgumentError, "ag_gather: index must be numeric (0-based integers)"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", _GATHER, ids=[c[1] for c in _GATHER])
+def test_gather_index_refused_alike(case):
+    v, rv, exc, text = case
+    same_refusal(lambda: pg.ag_gather(_GX, v), f"ag_gather(x, {rv})", exc, text, setup=_G)
+
+
+def test_gather_index_kept_alike():
+    got = r.run(_G + "list(ag_gather(x, c(2, -0))$data, dim(ag_gather(matrix(0, 3, 0), "
+                "double())$data))")  # fmt: skip
+    assert pg.ag_gather(_GX, [2.0, -0.0]).numpy().tolist() == [[3.0, 4.0]]
+    assert np.asarray(got[0]).tolist() == [[3.0, 4.0]]
+    assert pg.ag_gather(np.zeros((3, 0)), []).shape == (1, 0) and list(got[1]) == [1, 0]
+
+
+# dp_train's verbose (pg_arg_clamp): clamped to [0, INT_MAX], truncated; NaN and +/-Inf refused
+_V = "dp_train: verbose must be TRUE/FALSE or an integer, got {}"
+_VERBOSE_KEPT = [(None, "NULL"), (False, "FALSE"), (True, "TRUE"), (10, "10L"), (2.9, "2.9"),
+                 (-0.5, "-0.5"), (1e300, "1e300"), (2.0**31, "2^31")]  # fmt: skip
+
+
+def test_verbose_kept_alike():
+    from pyggmlr.parallel.replicas import _verbose_every
+
+    py = [_verbose_every(v) for v, _ in _VERBOSE_KEPT]
+    rs = ", ".join(f"pyggmlr:::.dp_every({rv})" for _, rv in _VERBOSE_KEPT)
+    got = r.run(f"c({rs})")
+    assert py == [0, 0, 1, 10, 2, 0, 2**31 - 1, 2**31 - 1] and list(got) == py
+
+
+_DP = "make <- function() ag_linear(2, 2); d <- list(matrix(0, 2, 1)); "
+_VERBOSE_BAD = [(math.nan, "NaN", pg.PyggmlrValueError, "nan", "NaN"),
+                (math.inf, "Inf", pg.PyggmlrValueError, "inf", "Inf"),
+                (-math.inf, "-Inf", pg.PyggmlrValueError, "-inf", "-Inf"),
+                ("x", '"x"', pg.ArgumentError, "'x'", '"x"')]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", _VERBOSE_BAD, ids=[c[1] for c in _VERBOSE_BAD])
+def test_verbose_refused_alike(case):
+    v, rv, exc, shown, rshown = case
+    same_refusal(
+        lambda: pg.dp_train(lambda: pg.ag_linear(2, 2), [np.zeros((2, 1))],
+                            loss_fn=lambda o, s: pg.ag_sum(o), n_iter=1, verbose=v),
+        f"dp_train(make, d, loss_fn = function(o, s) ag_sum(o), n_iter = 1L, verbose = {rv})",
+        exc, _V.format(shown), _V.format(rshown), setup=_DP,
+    )  # fmt: skip
+
+
+# ag_linear's gain (pg_arg_gain): one finite number; ggmlR's text, a bad value for any kind
+_GAIN = "ag_linear: gain must be a single finite number"
+_GAINS = [(math.nan, "NaN"), (math.inf, "Inf"), (-math.inf, "-Inf"), (True, "TRUE"), ("a", '"a"'),
+          (None, "NULL"), ([1, 2], "c(1, 2)")]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", _GAINS, ids=[c[1] for c in _GAINS])
+def test_gain_refused_alike(case):
+    g, rg = case
+    same_refusal(lambda: pg.ag_linear(2, 3, gain=g), f"ag_linear(2, 3, gain = {rg})",
+                 pg.PyggmlrValueError, _GAIN)  # fmt: skip
+
+
+@pytest.mark.parametrize("g", [2.5, -0.5, 1e300, 0.0])
+def test_gain_kept_alike(g):
+    pg.ggml_set_seed(1)
+    w = pg.ag_linear(2, 3, gain=g).W.numpy()
+    got = r.run(f"set.seed(1); l <- ag_linear(2, 3, gain = {g!r}); list(l$W$data, "
+                "l$to_config()$gain)")  # fmt: skip
+    np.testing.assert_array_equal(np.asarray(got[0]), w)
+    assert got[1] == g
