@@ -366,6 +366,7 @@ def _class_ids(a, name, what="class ids", dtype=np.int64):
         f = np.ascontiguousarray(a.reshape(-1, order="F"), dtype=np.float64)
         _core.check(lib.pg_arg_whole_ids(name.encode(), what.encode(),
                                          ffi.cast("double *", f.ctypes.data), f.size))  # fmt: skip
+        return f if dtype == np.float64 else f.astype(dtype)  # the checked copy, not a second one
     elif a.dtype.kind == "b":  # True / False are not row or class numbers (issue 19)
         raise ArgumentError(f"{name}: {what} must be 0-based integers, got booleans")
     elif a.dtype.kind not in "iu":

@@ -47,8 +47,8 @@ static SEXP unary_select(SEXP X, pg_tensor *(*f)(pg_tensor *), const char *op)
 SEXP R_pg_log_softmax(SEXP X) { return unary_select(X, pg_log_softmax, "ag_log_softmax"); }
 SEXP R_pg_colmax(SEXP X) { return unary_select(X, pg_colmax, "ag_max"); }
 
-/* index: numbers ag_gather (R) has checked to be whole, non-NA and in range; anything the
- * int64 cast could not hold becomes -1 so the core still refuses it with ggmlR's text */
+/* index: R's numbers as doubles (NA is NaN); the core checks its length, NA, whole numbers and
+ * range with ggmlR's texts (pg_gather_f64) */
 SEXP R_pg_gather(SEXP X, SEXP index)
 {
     if (TYPEOF(index) != REALSXP)
@@ -56,7 +56,6 @@ SEXP R_pg_gather(SEXP X, SEXP index)
     int tmp = 0;
     pg_tensor *x = r_operand(X, pg_default_dtype(), "ag_gather", "x", &tmp);
     if (x == NULL) r_fail();
-    /* the length, NA, whole numbers and range: the core's (pg_gather_f64) */
     pg_tensor *out = pg_gather_f64(x, REAL(index), (int64_t)XLENGTH(index));
     if (tmp) pg_tensor_release(x);
     return r_wrap_tensor(out);
