@@ -13,7 +13,7 @@ from typing import Any, Optional
 import numpy as np
 
 from . import _core
-from ._args import as_float
+from ._args import as_float, check_flag
 from ._core import ffi, lib
 from .errors import ArgumentError
 from .ops import _out, _scalar
@@ -77,13 +77,14 @@ def ag_flash_attention(
     Raises: ggmlR's errors in its order: PyggmlrValueError when n_heads does not divide d_model,
     ShapeError when q, k, v do not share d_model or k, v a sequence length, PyggmlrValueError for
     both mask and causal, ShapeError when the mask is not a matrix or not [seq_kv, seq_q];
-    DTypeError when q, k and v tensors have different dtypes."""
+    DTypeError when q, k and v tensors have different dtypes; ArgumentError for a causal that is
+    not True or False."""
     op = "ag_flash_attention"
     like = next((t for t in (q, k, v) if isinstance(t, Tensor)), None)
     qt = _as_tensor(q, op, like)
     kt, vt = _as_tensor(k, op, qt), _as_tensor(v, op, qt)
     h = _heads(n_heads)
-    causal = bool(causal)
+    causal = check_flag(causal, op, "causal")  # "no" is not True (R's .arg_flag)
     if mask is None:
         nd, mr, mc = 0, 0, 0
     elif isinstance(mask, Tensor):

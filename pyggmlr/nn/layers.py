@@ -12,7 +12,7 @@ from typing import Any, Dict, Optional
 import numpy as np
 
 from .. import _core
-from .._args import check_as_integer, check_int, check_num, show
+from .._args import check_as_integer, check_flag, check_int, check_num, show
 from .._core import NULL, ffi, lib
 from ..errors import PyggmlrValueError, ShapeError
 from ..ops import _class_ids, ag_add, ag_matmul
@@ -276,15 +276,14 @@ class ag_multihead_attention(Module):
         _core.check(
             lib.pg_mha_check_inputs(self.d_model, q._handle(op), k._handle(op), v._handle(op))
         )
+        causal = int(check_flag(causal_mask, op, "causal_mask"))  # "no" is not True (R's too)
         Q = ag_matmul(self.W_q, q)
         K = ag_matmul(self.W_k, k)
         V = ag_matmul(self.W_v, v)
         # the heads, one core op (ops_mha.c): the composed per-head loop's bits, one tape node
         rate = self.dropout if self.training else 0.0
         concat = _wrap(
-            lib.pg_mha_heads(
-                Q._p, K._p, V._p, self.n_heads, self.scale, int(bool(causal_mask)), float(rate)
-            )
+            lib.pg_mha_heads(Q._p, K._p, V._p, self.n_heads, self.scale, causal, float(rate))
         )
         out = ag_matmul(self.W_o, concat)
         if self.b_o is not None:

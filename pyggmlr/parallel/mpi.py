@@ -22,7 +22,7 @@ from typing import Any, Dict, Optional, Sequence, Union
 import numpy as np
 
 from .. import _core, _walk
-from .._args import check_int, check_real, plain
+from .._args import check_flag, check_int, check_real, plain
 from .._core import F32, F64, NULL, ffi, lib
 from ..errors import ArgumentError, PyggmlrError, PyggmlrValueError
 from ..optim.optimizer import _grads_handle
@@ -84,9 +84,10 @@ def _arr(tensors):
 def _buf_dtype(tensors, dtype):
     if dtype is None:
         return F64 if any(lib.pg_tensor_dtype(t._p) == F64 for t in tensors) else F32
-    if dtype in ("f32", np.float32):
+    named = isinstance(dtype, (str, type))  # an array: `in` would compare elementwise
+    if named and dtype in ("f32", np.float32):
         return F32
-    if dtype in ("f64", np.float64):
+    if named and dtype in ("f64", np.float64):
         return F64
     raise PyggmlrValueError(f"buffer dtype must be 'f32' or 'f64', got {plain(dtype)!r}")
 
@@ -182,6 +183,9 @@ def init(comm: Optional[Comm] = None, abort_on_error: bool = True) -> Comm:
     init() again only changes the communicator when one is given.
     Raises: DistributedError (with install instructions) when mpi4py or the MPI library is
     missing."""
+    abort_on_error = check_flag(
+        abort_on_error, "ag_mpi_init", "abort_on_error"
+    )  # before any change
     MPI = _import_mpi()
     _check_comm(MPI, comm, "ag_mpi_init")
     if comm is not None or _state["comm"] is None:
@@ -299,6 +303,7 @@ def ag_broadcast_parameters(
     # an invalid root reaches MPI_Bcast, whose default error handler may abort the process
     root = check_int(root, "ag_broadcast_parameters", "root", 0, comm.Get_size() - 1)
     tensors = _tensors(model, "ag_broadcast_parameters")
+    buffers = check_flag(buffers, "ag_broadcast_parameters", "buffers")  # as R's
     if buffers and not isinstance(model, (dict, list, tuple, Tensor)):
         ids = {t.id for t in tensors}
         bufs = [t for _, t in _walk.items(model, "buffers", own=False) if isinstance(t, Tensor)]
@@ -347,6 +352,7 @@ def ag_allreduce_gradients(
     weight = check_real(weight, "ag_allreduce_gradients", "weight")
     fn, rule = b"ag_allreduce_gradients", b"finite and >= 0"  # the core's rule and text, as R's
     _core.check(lib.pg_arg_real(fn, b"weight", weight, 0, 0, rule, NULL, 0))
+    check = check_flag(check, "ag_allreduce_gradients", "check")  # "no" is not True (R's too)
     MPI = _import_mpi()
     if check and comm.Get_size() > 1:
         _check_layout(comm, tensors, "ag_allreduce_gradients")

@@ -13,5 +13,6 @@ ag_flash_attention <- function(q, k, v, n_heads, scale = NULL, mask = NULL, caus
   if (!is.null(scale) && (!is.numeric(scale) || length(scale) != 1L))
     .arg_stop("ag_flash_attention: scale must be a number (or NULL for 1/sqrt(d_head))")
   scale <- if (is.null(scale)) NA_real_ else as.double(scale)
-  .Call(R_pg_flash_attention, q, k, v, n_heads, scale, mask, isTRUE(causal))
+  causal <- .arg_flag(causal, "ag_flash_attention", "causal")  # "no" is not FALSE (Python's too)
+  .Call(R_pg_flash_attention, q, k, v, n_heads, scale, mask, causal)
 }

@@ -66,7 +66,8 @@ ag_broadcast_parameters <- function(model, root = 0L, buffers = TRUE) {
   # an invalid root reaches MPI_Bcast, whose default error handler aborts the process
   root <- .arg_int(root, "ag_broadcast_parameters", "root", 0L, W - 1L)  # classed as Python's
   ts <- .mpi_tensors(model, "ag_broadcast_parameters")
-  if (isTRUE(buffers) &&
+  buffers <- .arg_flag(buffers, "ag_broadcast_parameters", "buffers")  # as Python
+  if (buffers &&
       .is_model(model)) ts <- unname(.dedup(c(ts, unname(.layer_buffers(model)))))
   if (W == 1L) return(invisible(NULL))
   h <- .mpi_handles(ts)
@@ -86,6 +87,7 @@ ag_allreduce_gradients <- function(params, grads = NULL, weight = 1, check = TRU
               .arg_show(weight))
   .Call(R_pg_arg_real, "ag_allreduce_gradients", "weight", as.double(weight), 0, FALSE,
         "finite and >= 0", NULL, FALSE)  # the core's rule and text, as Python's
+  check <- .arg_flag(check, "ag_allreduce_gradients", "check")  # "no" is not FALSE (Python's too)
   .mpi_allreduce(.mpi_handles(.mpi_tensors(params, "ag_allreduce_gradients")), grads, weight, check)
 }
 

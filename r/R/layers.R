@@ -278,13 +278,14 @@ ag_multihead_attention <- function(d_model, n_heads, dropout = 0.0, bias = TRUE)
     k <- .need_tensor(k, "ag_multihead_attention")
     v <- .need_tensor(v, "ag_multihead_attention")
     .Call(R_pg_mha_check, f(e, "d_model"), q, k, v)  # the core's shape checks and texts
+    causal_mask <- .arg_flag(causal_mask, "ag_multihead_attention", "causal_mask")  # as Python
     Q <- ag_matmul(f(e, "W_q"), q)
     K <- ag_matmul(f(e, "W_k"), k)
     Vv <- ag_matmul(f(e, "W_v"), v)
     # the heads, one core op (ops_mha.c): the composed per-head loop's bits, one tape node
     rate <- if (isTRUE(f(e, "training"))) f(e, "dropout") else 0
     heads <- .wrap(.Call(R_pg_mha_heads, f(Q, ".ptr"), f(K, ".ptr"), f(Vv, ".ptr"),
-                         f(e, "n_heads"), f(e, "scale"), isTRUE(causal_mask), rate))
+                         f(e, "n_heads"), f(e, "scale"), causal_mask, rate))
     out <- ag_matmul(f(e, "W_o"), heads)
     b <- f(e, "b_o")
     if (!is.null(b)) out <- ag_add(out, b)

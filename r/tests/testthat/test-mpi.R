@@ -28,6 +28,14 @@ test_that("ag_allreduce_gradients' weight: the core's rule and text, before any 
                class = "pyggmlr_argument_error")
 })
 
+test_that("ag_allreduce_gradients(check =) takes TRUE or FALSE only, before any MPI call", {
+  m <- ag_linear(2, 3)
+  for (bad in list("no", 1, NA, c(TRUE, TRUE)))  # isTRUE read them as FALSE: no layout check
+    expect_error(ag_allreduce_gradients(m, check = bad),
+                 paste0("ag_allreduce_gradients: check must be TRUE or FALSE, got ",
+                        pyggmlr:::.arg_show(bad)), fixed = TRUE, class = "pyggmlr_argument_error")
+})
+
 test_that(paste0("one MPI rank: ag_fit(distributed = TRUE) equals the plain run, and the ",
                  "collectives check their input"), {
   skip_without_rmpi()
