@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Mapping
 from typing import Any, List, Optional, Union
 
 from .. import _core
@@ -82,6 +83,17 @@ class _Monitored(Callback):
         may not say: then every value counts as measured)."""
         return int(getattr(fit, "has_val", True)), int(getattr(fit, "has_accuracy", -1))
 
+    def _epoch_args(self, epoch, logs):
+        """on_epoch_end's arguments as the core reads them: the 1-based epoch (0 is the core's
+        "none") under the one integer rule, and a dict of the epoch's values (R's: a named list)."""
+        fn = "ag_early_stopping" if self._kind == "early_stop" else "ag_model_checkpoint"
+        epoch = check_int(epoch, fn, "epoch", 1)
+        if not isinstance(logs, Mapping):
+            raise ArgumentError(
+                f"{fn}: logs must be a dict of the epoch's values, got {type(logs).__name__}"
+            )
+        return epoch, _log_values(logs)
+
     def state(self):
         """(JSON-able counters, best weights or None): what a checkpoint saves for resuming (the
         core's form: best, best_epoch and ag_early_stopping's wait)."""
@@ -143,7 +155,7 @@ class ag_early_stopping(_Monitored):
 
     def on_epoch_end(self, epoch, logs):
         act = ffi.new("int *")
-        _core.check(lib.pg_early_stop_update(self._h, int(epoch), _log_values(logs), act))
+        _core.check(lib.pg_early_stop_update(self._h, *self._epoch_args(epoch, logs), act))
         if act[0] == lib.PG_EARLY_STOP_SNAPSHOT:  # a new best with restore_best (the core's rule)
             self._best_weights = _snapshot(self._fit.model)
         return False if act[0] == lib.PG_EARLY_STOP_STOP else None
@@ -250,7 +262,8 @@ class ag_model_checkpoint(_Monitored):
 
     def on_epoch_end(self, epoch, logs):
         save = ffi.new("int *")
-        _core.check(lib.pg_checkpoint_update(self._h, int(epoch), _log_values(logs), save))
+        epoch, vals = self._epoch_args(epoch, logs)
+        _core.check(lib.pg_checkpoint_update(self._h, epoch, vals, save))
         if save[0]:
             p = text(lib.pg_checkpoint_path, os.fsencode(self.path), int(epoch))
             self._fit.save_checkpoint(p, epoch)

@@ -19,6 +19,7 @@ ag_early_stopping <- function(patience = 5L, min_delta = 0, restore_best = TRUE,
     e$best_weights <- NULL
   }
   e$on_epoch_end <- function(epoch, logs) {
+    epoch <- .cb_epoch(epoch, logs, fn)  # as Python's
     act <- .Call(R_pg_early_stop_update, e$.ptr, epoch, logs)
     if (act == .pg$code$early_stop[["SNAPSHOT"]])  # a new best with restore_best (the core's)
       e$best_weights <- .snapshot(e$fit$model)
@@ -33,6 +34,16 @@ ag_early_stopping <- function(patience = 5L, min_delta = 0, restore_best = TRUE,
   }
   class(e) <- c("ag_early_stopping", "ag_callback")
   e
+}
+
+# on_epoch_end's arguments: the 1-based epoch (0 is the core's "none") under the one integer rule
+# and a named list of the epoch's values, as Python's (a dict)
+.cb_epoch <- function(epoch, logs, fn) {
+  epoch <- .arg_int(epoch, fn, "epoch", 1L)
+  if (!is.list(logs) || (length(logs) && is.null(names(logs))))
+    .arg_fail("argument", "%s: logs must be a named list of the epoch's values, got %s", fn,
+              .arg_show(logs))
+  epoch
 }
 
 # a built-in callback's environment on its core handle (early_stop: ag_early_stopping, else

@@ -27,6 +27,7 @@ ag_model_checkpoint <- function(path, every = 1L, save_best_only = FALSE, monito
     e$fit <- fit
   }
   e$on_epoch_end <- function(epoch, logs) {
+    epoch <- .cb_epoch(epoch, logs, "ag_model_checkpoint")  # as Python's
     if (.Call(R_pg_checkpoint_update, e$.ptr, epoch, logs)) {
       p <- .Call(R_pg_checkpoint_path, e$path, epoch)
       e$fit$save_checkpoint(p, epoch)

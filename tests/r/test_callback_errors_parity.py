@@ -80,3 +80,46 @@ def test_same_callback_state_accepted():
         "c(e$best, e$best_epoch, e$wait)"
     )
     assert list(got) == [es.best, es.best_epoch, es.wait] == [0.25, 3, 1]
+
+
+# a hand-written loop's on_epoch_end(epoch, logs): Python raised int()'s ValueError / TypeError or
+# 'list' object has no attribute 'get', R read a bad epoch as -1 and a bad logs as no values
+_EPOCH = "{}: epoch must be an integer >= 1, got {}"
+_LOGS_PY = "{}: logs must be a dict of the epoch's values, got {}"
+_LOGS_R = "{}: logs must be a named list of the epoch's values, got {}"
+_HAND = [  # (epoch, logs) in Python, the same in R, Python type, Python text, R text (fn formatted)
+    ("x", {"loss": 1.0}, '"x"', "list(loss = 1)", pg.ArgumentError,
+     _EPOCH.format("{}", "str 'x'"), _EPOCH.format("{}", '"x"')),
+    (1.5, {"loss": 1.0}, "1.5", "list(loss = 1)", pg.PyggmlrValueError,
+     _EPOCH.format("{}", "1.5"), None),
+    (0, {"loss": 1.0}, "0", "list(loss = 1)", pg.PyggmlrValueError, _EPOCH.format("{}", "0"), None),
+    (1, [1.0], "1", "1", pg.ArgumentError, _LOGS_PY.format("{}", "list"), _LOGS_R.format("{}", "1")),
+    (1, "loss", "1", '"loss"', pg.ArgumentError, _LOGS_PY.format("{}", "str"),
+     _LOGS_R.format("{}", '"loss"')),
+]  # fmt: skip
+_MAKERS = [  # (Python callback, R constructor, the name the texts give)
+    (lambda p: pg.ag_early_stopping(), "ag_early_stopping()", "ag_early_stopping"),
+    (lambda p: pg.ag_model_checkpoint(str(p / "c.st")), "ag_model_checkpoint(p)",
+     "ag_model_checkpoint"),
+]  # fmt: skip
+
+
+class _Run:  # what ag_fit hands on_train_begin, as a hand-written loop would
+    has_val, has_accuracy, nepoch, model = False, -1, 3, None
+
+
+@pytest.mark.parametrize("make", _MAKERS, ids=[m[2] for m in _MAKERS])
+@pytest.mark.parametrize("case", _HAND, ids=range(len(_HAND)))
+def test_on_epoch_end_arguments_refused_alike(make, case, tmp_path):
+    epoch, logs, repoch, rlogs, exc, text, rtext = case
+    pmake, rmake, fn = make
+    cb = pmake(tmp_path)
+    cb.on_train_begin(_Run())
+    with pytest.raises(exc) as e:
+        cb.on_epoch_end(epoch, logs)
+    assert str(e.value) == text.format(fn)
+    assert cb.best == np.inf  # nothing counted (the loss is minimised: no best yet)
+    code = (f"cb <- {rmake}; cb$on_train_begin(list(has_val = FALSE, nepoch = 3L)); "
+            f"cb$on_epoch_end({repoch}, {rlogs})")  # fmt: skip
+    rclass, rmsg = r.run(_CATCH.format(code=code), p=str(tmp_path / "c.st"))
+    assert (rclass, rmsg) == (_R_CLASS[exc], (rtext or text).format(fn))
