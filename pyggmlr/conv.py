@@ -239,7 +239,7 @@ def ag_image_shape(x: Tensor) -> Optional[Tuple[int, int, int]]:
 def _batch_array(fn, x, layout, layouts, dtype, tensor_hint):
     """ag_images' / ag_sequences' common checks: the layout, the dtype, an array of numbers (not
     a Tensor): (x as float64 numpy, the dtype's code)."""
-    if layout not in layouts:
+    if not isinstance(layout, str) or layout not in layouts:  # an array: no elementwise `in`
         raise PyggmlrValueError(
             f"{fn}: layout must be '{layouts[0]}' or '{layouts[1]}', got {plain(layout)!r}"
         )

@@ -57,15 +57,14 @@ def _dtype_code(dtype, fn=None):
                 f"{pre}dtype {dtype!r} is not supported by the CPU engine; use 'f32' or 'f64'"
             )
     else:
-        try:
-            nd = np.dtype(dtype)
-        except TypeError:
-            nd = None
+        # numpy's own dtypes only: np.dtype(x) of any object reads its .dtype (a Tensor's "f32")
+        nd = np.dtype(dtype) if isinstance(dtype, (type, np.dtype)) else None
         if nd == np.float32:
             return F32
         if nd == np.float64:
             return F64
-    raise DTypeError(f"{pre}dtype must be 'f32' or 'f64', got {plain(dtype)!r}")
+    shown = repr(plain(dtype)).splitlines()[0][:60]  # a Tensor: "ag_tensor [2x2]", not its values
+    raise DTypeError(f"{pre}dtype must be 'f32' or 'f64', got {shown}")
 
 
 def _as_matrix(data, who=""):

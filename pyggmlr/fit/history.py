@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Mapping
 from typing import Any, Dict, List, Optional
 
 import numpy as np
@@ -72,6 +73,17 @@ class History:
 
     @classmethod
     def from_dict(cls, d):
+        """A History from as_dict()'s form (a dict of per-epoch lists, stopped_epoch, best_epoch);
+        ArgumentError for anything else, naming the key."""
+        if not isinstance(d, Mapping):
+            raise ArgumentError(f"History.from_dict: d must be a dict, got {type(d).__name__}")
+        for k, v in d.items():  # the per-epoch columns: lists (None: NaN, as JSON writes it)
+            if k not in ("stopped_epoch", "best_epoch") and (
+                isinstance(v, (str, bytes, Mapping)) or not isinstance(v, (list, tuple, np.ndarray))
+            ):
+                raise ArgumentError(
+                    f"History.from_dict: {k!r} must be a list of per-epoch values, got {type(v).__name__}"
+                )
         h = cls()
         h.metrics = [k for k in d if k not in _KEYS and k not in ("stopped_epoch", "best_epoch")]
         for k in _KEYS + tuple(h.metrics):

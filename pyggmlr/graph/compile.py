@@ -187,7 +187,7 @@ def ag_compile(
     op = "ag_compile"
     if not callable(fn):
         raise ArgumentError(f"ag_compile(): fn must be callable, got {type(fn).__name__}")
-    if build not in _BUILDS:
+    if not isinstance(build, str) or build not in _BUILDS:  # a list: unhashable
         raise PyggmlrValueError(
             f"ag_compile(): build must be 'opt', 'grad' or 'forward', got {plain(build)!r}"
         )

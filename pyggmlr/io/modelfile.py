@@ -81,7 +81,7 @@ class _ModelFile:
     def __init__(self, path, fn):
         self.path = _path_arg(path, fn)
         # a missing file, a directory: the OSError of its errno; a FIFO or device: refused
-        shown = str(self.path).encode("utf-8", "surrogateescape")
+        shown = os.fsdecode(self.path).encode("utf-8", "surrogateescape")  # bytes shown decoded
         _raise(lib.pg_mf_path_check(os.fsencode(self.path), shown, fn.encode(), 0), self.path)
         h = ffi.new("pg_mf **")
         _raise(lib.pg_mf_open(os.fsencode(self.path), fn.encode(), h), self.path)
@@ -187,7 +187,7 @@ def _save(model, path, optimizer=None, epoch=None, extra=None, more=None, extra_
         keep += parts  # a struct field holds no reference: the owners stay here
         s.n_more = len(arrs)
         s.more_names, s.more_f64, s.more_ndim, s.more_dims, s.more_data = parts
-    _raise(lib.pg_mf_save(path.encode("utf-8", "surrogateescape"), s), path)
+    _raise(lib.pg_mf_save(os.fsencode(path), s), path)  # str or bytes
     return path
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import _core
 from .. import tensor as _tensor
-from .._args import INT_MAX, check_int, plain
+from .._args import INT_MAX, check_flag, check_int, plain
 from .._core import ffi, lib
 from ..errors import DTypeError, PyggmlrMemoryError, PyggmlrValueError, ShapeError
 from ..ops import ag_gelu, ag_relu, ag_sigmoid, ag_softmax, ag_tanh
@@ -157,8 +157,9 @@ class Module(_reg.StateMethods):
 
     def train(self, mode: bool = True) -> Module:
         """Set training mode (mode=True) or eval mode (False) on this module and, recursively,
-        its sub-layers; returns self. Never raises."""
-        self.training = bool(mode)
+        its sub-layers; returns self. ArgumentError unless mode is True or False (numpy's too):
+        "no" or an array is not a mode."""
+        self.training = check_flag(mode, f"{type(self).__name__}.train", "mode")
         for c in self.children():
             _set_mode(c, self.training)
         return self
