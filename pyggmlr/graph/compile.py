@@ -41,7 +41,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 import numpy as np
 
 from .. import _core
-from .._args import check_int, plain
+from .._args import check_flag, check_int, plain
 from .._core import NULL, ffi, lib
 from ..errors import ArgumentError, PyggmlrValueError
 from ..optim.optimizer import Optimizer
@@ -107,9 +107,10 @@ class CompiledStep:
 
         Args: top: how many ops the text lists (>= 0); quiet: do not print.
         Returns: a pyggmlr.graph.memory.MemoryReport.
-        Raises: ArgumentError when top is not a number, PyggmlrValueError when it is not an
-        integer >= 0."""
+        Raises: ArgumentError when top is not a number or quiet not True / False,
+        PyggmlrValueError when top is not an integer >= 0."""
         top = check_int(top, "memory()", "top", 0)
+        quiet = check_flag(quiet, "memory()", "quiet")  # "no" is not True (ag_tape_memory's rule)
 
         def buffers():
             v = ffi.new("pg_graph_buffers *")

@@ -86,3 +86,15 @@ def test_history_from_dict_names_what_is_wrong():
             match=rf"^History.from_dict: 'loss' must be a list of per-epoch values, got {shown}$",
         ):
             pg.History.from_dict({"loss": v})
+
+
+def test_compiled_memory_quiet_is_a_flag(capsys):
+    x = pg.ag_tensor(np.ones((2, 3)))
+    step = pg.ag_compile(lambda a: pg.ag_sum(a), x, build="forward")
+    with pytest.raises(
+        pg.ArgumentError, match=r"^memory\(\): quiet must be True or False, got str"
+    ):
+        step.memory(quiet="no")
+    assert capsys.readouterr().out == ""  # refused before printing
+    step.memory(quiet=np.False_)
+    assert capsys.readouterr().out.startswith("Compiled graph (forward): 1 node")
