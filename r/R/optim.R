@@ -1,7 +1,7 @@
 # Optimizers (state and updates in the C core) and gradient helpers; schedulers are in sched.R.
 
 .param_list <- function(params, where) {
-  if (is.environment(params) && is.function(params$parameters)) params <- params$parameters()
+  if (.is_model(params)) params <- .layer_params(params)  # ag_linear's list too, as Python's
   if (is_ag_tensor(params)) params <- list(params)
   if (!is.list(params)) .arg_fail("argument", "%s: params must be a list of ag_tensors, got %s",
                                   where, .arg_show(params))
@@ -27,7 +27,7 @@
 # ggmlR 0.8.6: params must be a list (a model or one tensor accepted too), walked by position,
 # names kept as given (NULL, empty or duplicated); the same tensor twice is kept once.
 .opt_params <- function(params, where) {
-  if (is.environment(params) && is.function(params$parameters)) params <- params$parameters()
+  if (.is_model(params)) params <- .layer_params(params)  # ag_linear's list too, as Python's
   if (is_ag_tensor(params)) params <- list(params)
   if (!is.list(params))  # ggmlR's stopifnot text, with the function and what was given
     .arg_fail("argument", paste0("%s: is.list(params) is not TRUE (params must be a list of ",

@@ -77,3 +77,13 @@ test_that("schedulers check each argument's kind before the core's ranges, in Py
                       "\u201ccos\u201d, \u201clinear\u201d (anneal_strategy = 1)"))
   expect_identical(o$lr, 0.1)  # a refused schedule set nothing
 })
+
+test_that("a list layer (ag_linear) is its parameters for optimizers and the gradient helpers", {
+  ggml_set_seed(1)
+  l <- ag_linear(4, 3)
+  g <- with_grad_tape(backward(ag_sum(l$forward(matrix(1, 4, 2)))))
+  expect_identical(length(optimizer_sgd(l)$params), 2L)  # was "parameter 3 is not an ag_tensor"
+  expect_equal(clip_grad_norm(l, g, 100), sqrt(60))  # dW: 12 entries of 2, db: 3 of 2
+  expect_error(optimizer_adam(list(l$W, "a")), "optimizer_adam: parameter 2 is not an ag_tensor",
+               fixed = TRUE, class = "pyggmlr_argument_error")
+})
