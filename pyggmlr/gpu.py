@@ -9,7 +9,7 @@ import os
 from typing import Any, Dict, Iterator, Optional
 
 from ._args import match_arg
-from .errors import PyggmlrValueError
+from .errors import ArgumentError
 
 __all__ = [
     "ag_graph_mode",
@@ -37,11 +37,11 @@ def ag_graph_mode(on: Any = _UNSET, check: Optional[bool] = None) -> bool:
     """Deferred fused graphs (a GPU feature; no effect here). No argument: the current setting;
     True / False: set it and return the previous one."""
     if check is not None and not _flag(check):
-        raise PyggmlrValueError("ag_graph_mode(): `check` must be TRUE, FALSE or NULL")
+        raise ArgumentError("ag_graph_mode(): `check` must be TRUE, FALSE or NULL")  # R's class
     if on is _UNSET:
         return bool(_state["graph"])
     if not _flag(on):
-        raise PyggmlrValueError("ag_graph_mode(): `on` must be TRUE or FALSE")
+        raise ArgumentError("ag_graph_mode(): `on` must be TRUE or FALSE")
     prev, _state["graph"] = _state["graph"], on
     return bool(prev)
 
@@ -69,7 +69,7 @@ def ag_local_mode(
     exit, normal or by an exception (R: until the calling function returns). Yields the previous
     values of those set."""
     if graph is not None and not _flag(graph):
-        raise PyggmlrValueError("ag_local_mode(): `graph` must be TRUE, FALSE or NULL")
+        raise ArgumentError("ag_local_mode(): `graph` must be TRUE, FALSE or NULL")
     if matmul_precision is not None:
         _precision(matmul_precision, "ag_local_mode", "matmul_precision")
     prev: Dict[str, Any] = {}

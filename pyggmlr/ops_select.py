@@ -62,7 +62,8 @@ def _gather_index(index: Any) -> np.ndarray:
     numbers and range are the core's rules and texts, in ggmlR's order (pg_gather_f64, as R's)."""
     msg = "ag_gather: index must be numeric (0-based integers)"  # a ragged list too (ggmlR)
     a = asarray(index, lambda e: ArgumentError(msg))  # R's classes: the wrong kind, a shape
-    if a.dtype.kind not in "iuf" or isinstance(index, (bool, np.bool_)):
+    # a Tensor is not an index (R's is.numeric, ggmlR's): its values would pass as numpy's
+    if a.dtype.kind not in "iuf" or isinstance(index, (bool, np.bool_, Tensor)):
         raise ArgumentError(msg)
     return np.ascontiguousarray(a.reshape(-1), dtype=np.float64)
 

@@ -17,9 +17,9 @@ def test_graph_mode_and_matmul_precision():
     try:
         assert pg.ag_graph_mode(True) is old
         assert pg.ag_graph_mode() is True
-        with pytest.raises(pg.PyggmlrValueError, match="`on` must be TRUE or FALSE"):
+        with pytest.raises(pg.ArgumentError, match="`on` must be TRUE or FALSE"):  # R's class
             pg.ag_graph_mode(1)
-        with pytest.raises(pg.PyggmlrValueError, match="`check` must be TRUE, FALSE or NULL"):
+        with pytest.raises(pg.ArgumentError, match="`check` must be TRUE, FALSE or NULL"):
             pg.ag_graph_mode(False, check="x")
         assert pg.ag_graph_mode() is True
     finally:
@@ -41,6 +41,6 @@ def test_local_mode_restores_on_exit_and_on_error():
         with pg.ag_local_mode(graph=True):
             raise RuntimeError("boom")
     assert pg.ag_graph_mode() is False
-    with pytest.raises(pg.PyggmlrValueError, match="`graph` must be TRUE, FALSE or NULL"):
+    with pytest.raises(pg.ArgumentError, match="`graph` must be TRUE, FALSE or NULL"):
         with pg.ag_local_mode(graph="yes"):
             pass

@@ -44,13 +44,21 @@ _CASES = [  # (id, Python call, R call, Python text, R text)
      "m$forward(q, causal_mask = c(TRUE, TRUE))",
      _MHA.format("True", "False", "list [True, True]"),
      _MHA.format("TRUE", "FALSE", "c(TRUE, TRUE)")),
+    # the GPU switches: Python raised PyggmlrValueError, R an argument error (the same text)
+    ("graph_mode on", lambda: pg.ag_graph_mode(1), "ag_graph_mode(1)",
+     "ag_graph_mode(): `on` must be TRUE or FALSE", None),
+    ("graph_mode check", lambda: pg.ag_graph_mode(False, check="x"),
+     'ag_graph_mode(FALSE, check = "x")', "ag_graph_mode(): `check` must be TRUE, FALSE or NULL",
+     None),
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize("case", _CASES, ids=[c[0] for c in _CASES])
 def test_flag_refused_alike(case):
     _, call, rcall, text, rtext = case
+    graph = pg.ag_graph_mode()
     same_refusal(call, rcall, pg.ArgumentError, text, rtext, setup=_SETUP)
+    assert pg.ag_graph_mode() is graph  # a refused call sets nothing
 
 
 @pytest.mark.parametrize("causal", [True, False])

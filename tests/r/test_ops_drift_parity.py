@@ -62,6 +62,9 @@ _CASES = [  # (id, Python call on x, R call on x, Python type, Python text, R te
      "ag_gather: index has length 2, x has 3 columns", None),
     ("gather kind", lambda x: pg.ag_gather(x, "a"), 'ag_gather(x, "a")', pg.ArgumentError,
      "ag_gather: index must be numeric (0-based integers)", None),
+    ("gather tensor",  # Python read a Tensor's values as the index, R refused it (ggmlR too)
+     lambda x: pg.ag_gather(x, pg.ag_tensor(np.zeros((1, 3)))), "ag_gather(x, ag_tensor(matrix(0, 1, 3)))",
+     pg.ArgumentError, "ag_gather: index must be numeric (0-based integers)", None),
     ("gather inf", lambda x: pg.ag_gather(x, [0, 1, np.inf]), "ag_gather(x, c(0, 1, Inf))",
      pg.PyggmlrValueError, "ag_gather: index out of range 0..1 (indices are 0-based)", None),
     ("ce target kind", lambda x: pg.ag_softmax_cross_entropy_loss(x, "a"),
