@@ -43,6 +43,7 @@ import atexit
 import gc
 import importlib.util
 import os
+import sys
 from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar, Union
 
 import numpy as np
@@ -88,7 +89,14 @@ class RError(PyggmlrError, RuntimeError):
         self.r_class = tuple(r_class)
 
 
-_st: Dict[str, Any] = {"started": False, "ri": None, "cv": None, "b": None, "reason": None}
+_st: Dict[str, Any] = {
+    "started": False,
+    "ri": None,
+    "cv": None,
+    "b": None,
+    "reason": None,
+    "host_mpi": False,
+}
 
 # R helpers, evaluated once into a private environment (never globalenv)
 _BRIDGE_R = r"""
@@ -201,6 +209,11 @@ def _drop_bridge():
 def _ri():
     if not _st["started"]:
         start()
+    if not _st["host_mpi"]:  # MPI started by this Python process (mpi4py): R's Rmpi would crash
+        mpi = sys.modules.get("mpi4py.MPI")  # on it, so R's MPI functions refuse (distributed.R)
+        if mpi is not None and mpi.Is_initialized():
+            _st["ri"].evalr("options(pyggmlr.host_mpi = TRUE)")
+            _st["host_mpi"] = True
     return _st["ri"]
 
 

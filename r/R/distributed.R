@@ -12,6 +12,12 @@
 .mpi_stop <- function(fmt, ...) .pg_stop("distributed", sprintf(fmt, ...))  # DistributedError
 
 .mpi <- function() {
+  # embedded in a Python process whose mpi4py started MPI (pyggmlr.r sets the option): Rmpi
+  # would load without its communicators and crash the process at its first call
+  if (isTRUE(getOption("pyggmlr.host_mpi")) && !isNamespaceLoaded("Rmpi"))
+    .mpi_stop(paste0("pyggmlr: MPI was started in this process by its Python host (mpi4py), ",
+                     "and Rmpi cannot share it: call the Python functions (pyggmlr.ag_mpi_*), ",
+                     "or run R in a process of its own (mpirun -np N Rscript ...)"))
   if (!requireNamespace("Rmpi",
                         quietly = TRUE)) .mpi_stop(paste0("pyggmlr: MPI is not available ",
                                                           "(package Rmpi is not installed).\n%s"),
@@ -19,7 +25,9 @@
   asNamespace("Rmpi")
 }
 
-ag_mpi_available <- function() requireNamespace("Rmpi", quietly = TRUE)
+ag_mpi_available <- function()  # not on the Python host's MPI (.mpi)
+  (!isTRUE(getOption("pyggmlr.host_mpi")) || isNamespaceLoaded("Rmpi")) &&
+    requireNamespace("Rmpi", quietly = TRUE)
 
 # Rmpi's communicator 0 is MPI_COMM_WORLD under mpirun
 ag_mpi_init <- function() {

@@ -44,27 +44,6 @@ def test_save_model_takes_a_bytes_path(tmp_path):
     assert e.value.filename == bytes(tmp_path / "none.safetensors")
 
 
-def test_mpi_flags_and_dtype_of_another_kind():
-    pytest.importorskip("mpi4py", reason="mpi4py is not installed: the MPI front end needs it")
-    m = pg.ag_linear(2, 3)
-    with pytest.raises(
-        pg.ArgumentError, match="^ag_allreduce_gradients: check must be True or False"
-    ):
-        pg.ag_allreduce_gradients(m, check="no")
-    with pytest.raises(
-        pg.PyggmlrValueError, match=r"^buffer dtype must be 'f32' or 'f64', got array"
-    ):
-        pg.ag_allreduce_gradients(m, dtype=np.ones(2))
-    with pytest.raises(pg.ArgumentError, match="^ag_broadcast_parameters: buffers must be True or"):
-        pg.ag_broadcast_parameters(m, buffers=np.ones(2))
-    with pytest.raises(
-        pg.ArgumentError, match="^ag_mpi_init: abort_on_error must be True or False"
-    ):
-        pg.ag_mpi_init(abort_on_error=np.ones(2))
-    with pytest.raises(pg.PyggmlrValueError, match=r"^ag_fit_distributed: verbose=array"):
-        pg.ag_fit_distributed(m, np.ones((2, 4)), verbose=np.ones(2))
-
-
 @pytest.mark.parametrize("bad", ["no", 1, None, np.array([True, False])])
 def test_module_train_takes_a_bool_only(bad):
     m = pg.ag_sequential(pg.ag_linear(2, 3), pg.ag_dropout(0.5))
