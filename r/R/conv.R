@@ -128,7 +128,7 @@ ag_images <- function(x, layout = "NCHW", dtype = ag_default_dtype()) {
     shp <- c(d[1L], d[4L], d[2L], d[3L])
     st <- c(1, cum[4L], cum[2L], cum[3L])
   }
-  code <- .pg$code$dtype[[toupper(.arg_match(tolower(dtype), c("f32", "f64"), fn, "dtype"))]]
+  code <- .dtype_code(dtype, fn)  # ag_tensor's rule, class and text (Python's DTypeError)
   .wrap(.Call(R_pg_images, as.double(x), shp, st, code, fn))
 }
 

@@ -182,6 +182,6 @@ ag_sequences <- function(x, layout = "NTF", dtype = ag_default_dtype()) {
     d <- d[c(2L, 1L, 3L)]
     st <- st[c(2L, 1L, 3L)]
   }
-  code <- .pg$code$dtype[[toupper(.arg_match(tolower(dtype), c("f32", "f64"), fn, "dtype"))]]
+  code <- .dtype_code(dtype, fn)  # ag_tensor's rule, class and text (Python's DTypeError)
   .wrap(.Call(R_pg_sequences, as.double(x), d, st, code, fn))
 }

@@ -72,6 +72,17 @@ _CASES = [  # (id, Python call, R call, Python type, Python text, R text or None
     ("tensor dtype", lambda: pg.ag_tensor([1.0], dtype="i8"), 'ag_tensor(1, dtype = "i8")',
      pg.DTypeError, "ag_tensor: dtype must be 'f32' or 'f64', got 'i8'",
      'ag_tensor: dtype must be "f32" or "f64", got "i8"'),
+    # ag_images / ag_sequences: R matched dtype with match.arg (a value error, "'arg' should be
+    # one of") and failed on a tensor with tolower()'s simpleError
+    ("images dtype", lambda: pg.ag_images(np.ones((1, 1, 2, 2)), dtype="i8"),
+     'ag_images(array(1, c(1, 1, 2, 2)), dtype = "i8")', pg.DTypeError,
+     "ag_images: dtype must be 'f32' or 'f64', got 'i8'",
+     'ag_images: dtype must be "f32" or "f64", got "i8"'),
+    ("sequences dtype tensor",
+     lambda: pg.ag_sequences(np.ones((2, 3, 1)), dtype=pg.ag_tensor(np.ones((1, 1)))),
+     "ag_sequences(array(1, c(2, 3, 1)), dtype = ag_tensor(matrix(1, 1, 1)))", pg.DTypeError,
+     "ag_sequences: dtype must be 'f32' or 'f64', got ag_tensor [1x1]",
+     'ag_sequences: dtype must be "f32" or "f64", got <environment>'),
     ("default dtype", lambda: pg.ag_dtype("f16"), 'ag_dtype("f16")', pg.DTypeError,
      "ag_dtype: dtype 'f16' is not supported by the CPU engine; use 'f32' or 'f64'",
      'ag_dtype: dtype "f16" is not supported by the CPU engine; use "f32" or "f64"'),
