@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
@@ -351,14 +351,15 @@ class optimizer_adam(Optimizer):
         )
 
 
-def clip_grad_norm(params: Any, grads: Any = None, max_norm: float = 1.0) -> float:
+def clip_grad_norm(params: Any, grads: Any = None, max_norm: Optional[float] = None) -> float:
     """Scale gradients so their global L2 norm is at most max_norm (factor
     max_norm / (norm + 1e-6)), in the map (or the .grad of each parameter when grads is None).
-    Returns the norm before clipping."""
+    Returns the norm before clipping. max_norm has no default (as R's and ggmlR's: a silent 1.0
+    would clip what the caller never asked to): None is refused."""
     _, tensors = _param_list(params, "clip_grad_norm")
     arr = ffi.new("pg_tensor *[]", [t._handle("clip_grad_norm") for t in tensors] or 1)
     out = ffi.new("double *")
-    if isinstance(max_norm, (str, bytes, bool, np.bool_)):
+    if max_norm is None or isinstance(max_norm, (str, bytes, bool, np.bool_)):
         raise ArgumentError(
             f"clip_grad_norm: max_norm must be a number, got {type(max_norm).__name__}"
         )

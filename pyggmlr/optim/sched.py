@@ -337,10 +337,11 @@ class lr_scheduler_warmup(_Schedule):
         return self._repr(f"warmup_steps={self.warmup_steps}", "epoch")
 
 
-def clip_grad_value(params: Any, grads: Any = None, clip_value: float = 1.0) -> float:
+def clip_grad_value(params: Any, grads: Any = None, clip_value: Optional[float] = None) -> float:
     """Clamp every gradient entry into [-clip_value, clip_value] (NaN stays NaN, +-Inf becomes
     +-clip_value) in the map (or each parameter's .grad when grads is None); returns the largest
-    finite |g| before clipping (0 without gradients). ggmlR 0.8.3."""
+    finite |g| before clipping (0 without gradients). ggmlR 0.8.3. clip_value has no default (as
+    R's and ggmlR's): None is refused."""
     if isinstance(clip_value, (bool, np.bool_)) or not isinstance(clip_value, numbers.Real):
         raise PyggmlrValueError(  # before params, as R's; the value shown as R's (issue 29)
             f"clip_grad_value: clip_value must be a single positive finite number, got {plain(clip_value)!r}"

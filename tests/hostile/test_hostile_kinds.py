@@ -77,3 +77,19 @@ def test_compiled_memory_quiet_is_a_flag(capsys):
     assert capsys.readouterr().out == ""  # refused before printing
     step.memory(quiet=np.False_)
     assert capsys.readouterr().out.startswith("Compiled graph (forward): 1 node")
+
+
+def test_clipping_has_no_silent_default_threshold():
+    """R (and ggmlR) have no default max_norm / clip_value; Python clipped to 1.0 unasked."""
+    w = pg.ag_param(np.full((2, 2), 3.0))
+    w.grad = np.full((2, 2), 3.0)
+    with pytest.raises(
+        pg.ArgumentError, match="^clip_grad_norm: max_norm must be a number, got NoneType$"
+    ):
+        pg.clip_grad_norm([w])
+    with pytest.raises(
+        pg.PyggmlrValueError, match="^clip_grad_value: clip_value must be a single positive"
+    ):
+        pg.clip_grad_value([w])
+    np.testing.assert_array_equal(w.grad, np.full((2, 2), 3.0))  # untouched
+    assert pg.clip_grad_norm([w], max_norm=1.0) == 6.0
