@@ -6,9 +6,8 @@ MPI is optional: importing pyggmlr never imports mpi4py."""
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any, Callable, Optional, Union
-
-import numpy as np
 
 from . import fit
 from ._args import check_flag, check_real
@@ -77,7 +76,7 @@ def ag_fit_distributed(
             "ag_fit leaves out the samples that do not fill "
             "a whole global batch (ggml's rule): use drop_last=True",
         )
-    if isinstance(verbose, (bool, int, np.integer)) and verbose in (0, 1):  # not an array
+    if isinstance(verbose, numbers.Real) and verbose in (0, 1):  # 1.0 too; not an array
         level = 2 if verbose else 0
     else:
         raise _refuse(

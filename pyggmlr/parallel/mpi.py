@@ -183,9 +183,8 @@ def init(comm: Optional[Comm] = None, abort_on_error: bool = True) -> Comm:
     init() again only changes the communicator when one is given.
     Raises: DistributedError (with install instructions) when mpi4py or the MPI library is
     missing."""
-    abort_on_error = check_flag(
-        abort_on_error, "ag_mpi_init", "abort_on_error"
-    )  # before any change
+    # checked before anything changes
+    abort_on_error = check_flag(abort_on_error, "ag_mpi_init", "abort_on_error")
     MPI = _import_mpi()
     _check_comm(MPI, comm, "ag_mpi_init")
     if comm is not None or _state["comm"] is None:
