@@ -68,6 +68,7 @@ print(json.dumps([str(got[0]), str(got[1]), bool(got[2]), str(got[3]), pg.ag_mpi
 """
 
 
+@pytest.mark.parity  # embeds R (rpy2): not in the sanitized run, which cannot host R
 @needs_mpi4py
 def test_embedded_r_refuses_the_python_hosts_mpi():
     from pyggmlr import r
