@@ -11,10 +11,12 @@
 
 .mpi_stop <- function(fmt, ...) .pg_stop("distributed", sprintf(fmt, ...))  # DistributedError
 
+# embedded in a Python process whose mpi4py started MPI (pyggmlr.r sets the option): Rmpi would
+# load without its communicators and crash the process at its first call
+.host_mpi <- function() isTRUE(getOption("pyggmlr.host_mpi")) && !isNamespaceLoaded("Rmpi")
+
 .mpi <- function() {
-  # embedded in a Python process whose mpi4py started MPI (pyggmlr.r sets the option): Rmpi
-  # would load without its communicators and crash the process at its first call
-  if (isTRUE(getOption("pyggmlr.host_mpi")) && !isNamespaceLoaded("Rmpi"))
+  if (.host_mpi())
     .mpi_stop(paste0("pyggmlr: MPI was started in this process by its Python host (mpi4py), ",
                      "and Rmpi cannot share it: call the Python functions (pyggmlr.ag_mpi_*), ",
                      "or run R in a process of its own (mpirun -np N Rscript ...)"))
@@ -25,9 +27,7 @@
   asNamespace("Rmpi")
 }
 
-ag_mpi_available <- function()  # not on the Python host's MPI (.mpi)
-  (!isTRUE(getOption("pyggmlr.host_mpi")) || isNamespaceLoaded("Rmpi")) &&
-    requireNamespace("Rmpi", quietly = TRUE)
+ag_mpi_available <- function() !.host_mpi() && requireNamespace("Rmpi", quietly = TRUE)
 
 # Rmpi's communicator 0 is MPI_COMM_WORLD under mpirun
 ag_mpi_init <- function() {
