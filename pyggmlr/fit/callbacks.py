@@ -44,6 +44,13 @@ class Callback:
         """Called once when training ends (also after an early stop), before ag_fit returns."""
 
 
+def batch_callbacks(cbs):
+    """The callbacks with an on_batch_end of their own: the base class's no-op is skipped, so a
+    fit with only the built-ins asks for no per-batch events (as R's ag_fit)."""
+    return [cb for cb in cbs if hasattr(cb, "on_batch_end")
+            and getattr(cb.on_batch_end, "__func__", None) is not Callback.on_batch_end]  # fmt: skip
+
+
 def _f(name: str, doc: str) -> Any:
     """A read-only property: the core handle's field `name` (_Monitored._get)."""
     return property(lambda self: self._get(name), doc=doc)
@@ -82,6 +89,17 @@ class _Monitored(Callback):
         """(has validation data, counts accuracy) of the run (a hand-written loop's run object
         may not say: then every value counts as measured)."""
         return int(getattr(fit, "has_val", True)), int(getattr(fit, "has_accuracy", -1))
+
+    def _run(self, fit, hook, *fields):
+        """The run object a hook reads (ag_fit's, or a hand-written loop's own with these fields):
+        one without them is refused before anything is counted (R's rule and text)."""
+        fn = "ag_early_stopping" if self._kind == "early_stop" else "ag_model_checkpoint"
+        for f in fields:
+            if getattr(fit, f, None) is None:
+                raise ArgumentError(
+                    f"{fn}: {hook}(fit): fit has no {f} (ag_fit's run object has "
+                    f"{', '.join(fields)})"
+                )
 
     def _epoch_args(self, epoch, logs):
         """on_epoch_end's arguments as the core reads them: the 1-based epoch (0 is the core's
@@ -150,6 +168,7 @@ class ag_early_stopping(_Monitored):
     stopped_epoch: Optional[int] = _f("stopped_epoch", "The last fit's stop (None: none).")
 
     def on_train_begin(self, fit):
+        self._run(fit, "on_train_begin", "model")
         _core.check(lib.pg_early_stop_begin(self._h, *self._begin_args(fit)))
         self._fit, self._best_weights = fit, None
 
@@ -161,6 +180,7 @@ class ag_early_stopping(_Monitored):
         return False if act[0] == lib.PG_EARLY_STOP_STOP else None
 
     def on_train_end(self, fit):
+        self._run(fit, "on_train_end", "model", "history")
         fit.history.best_epoch = self.best_epoch
         last = fit.history.epoch[-1] if fit.history.epoch else 0
         restore = ffi.new("int *")
@@ -257,8 +277,10 @@ class ag_model_checkpoint(_Monitored):
     save_best_only: bool = _f("save_best_only", "Whether a save needs an improvement.")
 
     def on_train_begin(self, fit):
+        self._run(fit, "on_train_begin", "nepoch", "save_checkpoint")
+        nepoch = check_int(fit.nepoch, "ag_model_checkpoint", "nepoch", 1)
+        _core.check(lib.pg_checkpoint_begin(self._h, nepoch, *self._begin_args(fit)))
         self._fit = fit
-        _core.check(lib.pg_checkpoint_begin(self._h, fit.nepoch, *self._begin_args(fit)))
 
     def on_epoch_end(self, epoch, logs):
         save = ffi.new("int *")

@@ -30,6 +30,7 @@ from ..parallel.sync import FitSync
 from ..random import Generator, _seed_int
 from ..tape import ag_no_grad, ag_tape_clear, backward, with_grad_tape
 from ..tensor import Tensor
+from .callbacks import batch_callbacks
 from .data import FitData, verbosity  # loaders, validation_data, verbose
 from .evaluate import fit_metric_codes, fit_metrics_set
 from .history import History
@@ -309,7 +310,7 @@ def ag_fit(
     set_target(model, loss_name if loss_code >= 0 else None, classes)
     # an optimizer whose step is the core's (not overridden) steps inside the core
     core_step = sync is None and type(opt).step is Optimizer.step and "step" not in vars(opt)
-    batch_cbs = [cb for cb in cbs if hasattr(cb, "on_batch_end")]
+    batch_cbs = batch_callbacks(cbs)
     prog = FitProgress(pmode, plan.running, plan.total(nepoch, start_epoch), nepoch, start_epoch)
     # the loop is the core's (native/fit_session.c): this answers only what calls user code
     sess = Session(plan, setup, nepoch, start_epoch, prog.ticks or bool(batch_cbs))

@@ -180,7 +180,8 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     first <- if (is.null(res)) 1L else res$epoch + 1L
     prog <- .fit_progress(pmode, plan, .Call(R_pg_fit_total_batches, plan, nepoch, first), nepoch)
     on.exit(prog$close(), add = TRUE)
-    batch_cbs <- if (length(cbs)) Filter(function(cb) is.function(cb$on_batch_end), cbs) else list()
+    batch_cbs <- Filter(function(cb) is.function(cb$on_batch_end) &&
+                          !identical(cb$on_batch_end, .cb_pass_batch), cbs)
     # an optimizer of this package whose step is its own: eager batches are answered in C
     core_step <- is.null(sync) &&
       inherits(opt, c("ag_optimizer_sgd", "ag_optimizer_adam")) &&

@@ -13,6 +13,7 @@ ag_early_stopping <- function(patience = 5L, min_delta = 0, restore_best = TRUE,
   restore_best <- .arg_flag(restore_best, fn, "restore_best")
   e <- .cb_env(.Call(R_pg_early_stop_new, patience, min_delta, restore_best, mode, monitor), TRUE)
   e$on_train_begin <- function(fit) {
+    .cb_run(fit, fn, "on_train_begin", "model")
     # (a hand-written loop's run object may not say: then every value counts as measured)
     .Call(R_pg_early_stop_begin, e$.ptr, !isFALSE(fit$has_val), .monitor_mask(fit$has_accuracy))
     e$fit <- fit
@@ -26,6 +27,7 @@ ag_early_stopping <- function(patience = 5L, min_delta = 0, restore_best = TRUE,
     if (act == .pg$code$early_stop[["STOP"]]) FALSE else NULL
   }
   e$on_train_end <- function(fit) {
+    .cb_run(fit, fn, "on_train_end", c("model", "logs"))
     fit$best_epoch <- e$best_epoch
     last <- if (length(fit$logs)) fit$logs[[length(fit$logs)]]$epoch else 0L
     if (.Call(R_pg_early_stop_end, e$.ptr, last) && !is.null(e$best_weights))
@@ -34,6 +36,15 @@ ag_early_stopping <- function(patience = 5L, min_delta = 0, restore_best = TRUE,
   }
   class(e) <- c("ag_early_stopping", "ag_callback")
   e
+}
+
+# the run object a hook reads (ag_fit's, or a hand-written loop's own environment or list with
+# these fields): one without them is refused before anything is counted (Python's rule and text)
+.cb_run <- function(fit, fn, hook, fields) {
+  for (f in fields)
+    if (!(is.environment(fit) || is.list(fit)) || is.null(fit[[f]]))
+      .arg_fail("argument", "%s: %s(fit): fit has no %s (ag_fit's run object has %s)", fn, hook, f,
+                paste(fields, collapse = ", "))
 }
 
 # on_epoch_end's arguments: the 1-based epoch (0 is the core's "none") under the one integer rule
@@ -45,6 +56,11 @@ ag_early_stopping <- function(patience = 5L, min_delta = 0, restore_best = TRUE,
               .arg_show(logs))
   epoch
 }
+
+# the hooks a built-in callback does not use, as Python's Callback base class has them: a
+# hand-written loop may call every hook of every callback
+.cb_pass_batch <- function(step, logs) invisible(NULL)
+.cb_pass_end <- function(fit) invisible(NULL)
 
 # a built-in callback's environment on its core handle (early_stop: ag_early_stopping, else
 # ag_model_checkpoint): its settings and counters read from the core, and state() /
@@ -59,6 +75,8 @@ ag_early_stopping <- function(patience = 5L, min_delta = 0, restore_best = TRUE,
       function() .Call(R_pg_callback_info, e$.ptr, early_stop)[[f]]
     }), e)
   e$fit <- NULL
+  e$on_batch_end <- .cb_pass_batch  # the hooks Python's Callback has (ag_fit skips these)
+  e$on_train_end <- .cb_pass_end
   e$state <- function() list(js = jsonlite::parse_json(.Call(R_pg_callback_state, e$.ptr,
                                                                early_stop, NULL, NULL)),
                              arrays = e$best_weights)

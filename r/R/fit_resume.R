@@ -16,13 +16,15 @@ ag_model_checkpoint <- function(path, every = 1L, save_best_only = FALSE, monito
   e$path <- path
   e$saved <- character(0)
   e$on_train_begin <- function(fit) {
+    .cb_run(fit, fn, "on_train_begin", c("nepoch", "save_checkpoint"))
+    nepoch <- .arg_int(fit$nepoch, fn, "nepoch", 1L)
     # a run on a non-default RNGkind() without seed = has no stream state to save: refused
     # before the first epoch, not at the first save (Python's streams always have one)
     if (isFALSE(fit$has_rng_state))
       .pg_stop("state", paste0("ag_model_checkpoint: the run's random stream has no state to ",
                                "save (RNGkind() is not R's default); pass ag_fit(seed = ) or ",
                                "use RNGkind(\"default\", \"default\")"))
-    .Call(R_pg_checkpoint_begin, e$.ptr, fit$nepoch, !isFALSE(fit$has_val),
+    .Call(R_pg_checkpoint_begin, e$.ptr, nepoch, !isFALSE(fit$has_val),
           .monitor_mask(fit$has_accuracy))
     e$fit <- fit
   }

@@ -105,7 +105,16 @@ _MAKERS = [  # (Python callback, R constructor, the name the texts give)
 
 
 class _Run:  # what ag_fit hands on_train_begin, as a hand-written loop would
-    has_val, has_accuracy, nepoch, model = False, -1, 3, None
+    has_val, has_accuracy, nepoch = False, -1, 3
+
+    def __init__(self):
+        self.model = pg.ag_linear(2, 1)
+
+    def save_checkpoint(self, path, epoch):
+        pass
+
+
+_RUN_R = "list(has_val = FALSE, nepoch = 3L, model = ag_linear(2, 1), save_checkpoint = function(p, e) 0)"
 
 
 @pytest.mark.parametrize("make", _MAKERS, ids=[m[2] for m in _MAKERS])
@@ -119,7 +128,71 @@ def test_on_epoch_end_arguments_refused_alike(make, case, tmp_path):
         cb.on_epoch_end(epoch, logs)
     assert str(e.value) == text.format(fn)
     assert cb.best == np.inf  # nothing counted (the loss is minimised: no best yet)
-    code = (f"cb <- {rmake}; cb$on_train_begin(list(has_val = FALSE, nepoch = 3L)); "
+    code = (f"cb <- {rmake}; cb$on_train_begin({_RUN_R}); "
             f"cb$on_epoch_end({repoch}, {rlogs})")  # fmt: skip
     rclass, rmsg = r.run(_CATCH.format(code=code), p=str(tmp_path / "c.st"))
     assert (rclass, rmsg) == (_R_CLASS[exc], (rtext or text).format(fn))
+
+
+_NO_RUN = [("2.5", "2.5", "float"), ("None", "NULL", "NULL"), ("{'nepoch': 3}", "c(nepoch = 3)", "atomic"),
+           ("pg.ag_linear(4, 3)", "ag_linear(4, 3)", "a layer")]  # fmt: skip
+_HOOKS = [  # (maker index, hook, the field named, the fields listed in Python, in R)
+    (0, "on_train_begin", "model", "model", "model"),
+    (0, "on_train_end", "model", "model, history", "model, logs"),
+    (1, "on_train_begin", "nepoch", "nepoch, save_checkpoint", "nepoch, save_checkpoint"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("hook", _HOOKS, ids=[f"{h[0]}-{h[1]}" for h in _HOOKS])
+@pytest.mark.parametrize("run", _NO_RUN, ids=[n[2] for n in _NO_RUN])
+def test_run_object_refused_alike(hook, run, tmp_path):
+    """A hook given something that is not a run object (a hand-written loop's mistake) is
+    refused by name before anything is counted, in both languages (was Python's AttributeError,
+    R's `$` error, or silently accepted)."""
+    k, name, field, py_fields, r_fields = hook
+    pmake, rmake, fn = _MAKERS[k]
+    cb = pmake(tmp_path)
+    cb.on_train_begin(_Run())
+    cb.on_epoch_end(1, {"loss": 0.5})
+    before = cb.state()[0]
+    text = f"{fn}: {name}(fit): fit has no {field} (ag_fit's run object has {{}})"
+    with pytest.raises(pg.ArgumentError) as e:
+        getattr(cb, name)(eval(run[0]))
+    assert str(e.value) == text.format(py_fields)
+    assert cb.state()[0] == before and cb._fit is not None  # the run begun is untouched
+    rclass, rmsg = r.run(_CATCH.format(code=f"cb <- {rmake}; cb${name}({run[1]})"),
+                         p=str(tmp_path / "c.st"))  # fmt: skip
+    assert (rclass, rmsg) == ("pyggmlr_argument_error", text.format(r_fields))
+
+
+def test_run_object_nepoch_and_hooks_alike(tmp_path):
+    """ag_model_checkpoint reads the run's nepoch under the one integer rule in both languages;
+    both callbacks have every hook (the built-ins' unused ones do nothing), so a hand-written
+    loop may call each on each callback."""
+    run = _Run()
+    run.nepoch = 2.5
+    cb = pg.ag_model_checkpoint(str(tmp_path / "c.st"))
+    with pytest.raises(pg.PyggmlrValueError) as e:  # a number, not a whole one: a value error
+        cb.on_train_begin(run)
+    code = _CATCH.format(code=f"cb <- ag_model_checkpoint(p); r <- {_RUN_R}; r$nepoch <- 2.5; "
+                              "cb$on_train_begin(r)")  # fmt: skip
+    assert list(r.run(code, p=str(tmp_path / "c.st"))) == ["pyggmlr_value_error", str(e.value)]
+    assert "nepoch" in str(e.value)
+    for py, rmake, _ in _MAKERS:
+        cb = py(tmp_path)
+        hooks = [
+            h
+            for h in ("on_train_begin", "on_batch_end", "on_epoch_end", "on_train_end")
+            if callable(getattr(cb, h, None))
+        ]
+        rhooks = r.run(f"cb <- {rmake}; Filter(function(h) is.function(cb[[h]]), "
+                       "c('on_train_begin', 'on_batch_end', 'on_epoch_end', 'on_train_end'))",
+                       p=str(tmp_path / "c.st"))  # fmt: skip
+        assert (
+            hooks
+            == list(rhooks)
+            == ["on_train_begin", "on_batch_end", "on_epoch_end", "on_train_end"]
+        )
+        assert cb.on_batch_end(1, {"loss": 1.0}) is None
+        code = f"cb <- {rmake}; is.null(cb$on_batch_end(1L, list(loss = 1)))"
+        assert r.run(code, p=str(tmp_path / "c.st")) is True

@@ -410,3 +410,26 @@ def test_static_epoch_replayed_in_one_core_call_equals_batch_by_batch():
         assert [ha.loss, ha.accuracy, ha.val_loss] == [hb.loss, hb.accuracy, hb.val_loss]
         assert all(np.array_equal(a, b) for a, b in zip(wa, wb))
     assert Count.n == 2 * 3 * 12  # 120 training samples in micro-batches of 10, 3 epochs
+
+
+def test_builtin_callbacks_ask_for_no_batch_events(monkeypatch, tmp_path):
+    """The built-in callbacks' on_batch_end is the base class's no-op: ag_fit asks the core for
+    no per-batch events for it (as R's), so a compiled fit keeps running its batches in C; a
+    user's own on_batch_end still gets every one."""
+    from pyggmlr.fit import loop
+
+    asked = []
+    real = loop.Session
+    monkeypatch.setattr(loop, "Session", lambda *a: asked.append(a[4]) or real(*a))
+    x = np.linspace(-1, 1, 4 * 60).reshape(4, 60, order="F")
+    y = np.arange(60) % 3
+    cbs = [pg.ag_early_stopping(), pg.ag_model_checkpoint(str(tmp_path / "c.st"))]
+    pg.ag_fit(_mlp(), x, y, nepoch=2, batch_size=20, silent=True, callbacks=cbs)
+
+    class Count(pg.Callback):
+        def on_batch_end(self, step, logs):
+            self.n = getattr(self, "n", 0) + 1
+
+    c = Count()
+    pg.ag_fit(_mlp(), x, y, nepoch=2, batch_size=20, silent=True, callbacks=cbs + [c])
+    assert asked == [False, True] and c.n == 6

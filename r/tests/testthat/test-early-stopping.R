@@ -206,3 +206,26 @@ test_that("a callback state is a named list (a JSON object), as Python's dict", 
   e$load_state(list(best = 0.5, best_epoch = 2, wait = 1))
   expect_identical(c(e$best, e$best_epoch, e$wait), c(0.5, 2, 1))
 })
+
+test_that("the callbacks' hooks refuse a fit that is not a run object, and have every hook", {
+  # (a hand-written loop's mistake had been `$`'s error, or accepted) Python's rule and text
+  es <- ag_early_stopping()
+  expect_error(es$on_train_begin(2.5), paste0("ag_early_stopping: on_train_begin(fit): fit has ",
+               "no model (ag_fit's run object has model)"), fixed = TRUE,
+               class = "pyggmlr_argument_error")
+  expect_error(es$on_train_end(list(model = ag_linear(2, 1))), "fit has no logs", fixed = TRUE,
+               class = "pyggmlr_argument_error")
+  mc <- ag_model_checkpoint(tempfile(fileext = ".st"))
+  expect_error(mc$on_train_begin(ag_linear(4, 3)), "fit has no nepoch", fixed = TRUE,
+               class = "pyggmlr_argument_error")
+  run <- list(nepoch = 3, save_checkpoint = function(p, e) 0, model = ag_linear(2, 1))
+  expect_error(mc$on_train_begin(modifyList(run, list(nepoch = 0))), "nepoch must be",
+               class = "pyggmlr_value_error")
+  for (cb in list(es, mc)) {
+    expect_true(all(vapply(c("on_train_begin", "on_batch_end", "on_epoch_end", "on_train_end"),
+                           function(h) is.function(cb[[h]]), TRUE)))
+    expect_null(cb$on_batch_end(1L, list(loss = 1)))
+  }
+  mc$on_train_begin(run)
+  expect_null(mc$on_train_end(run))
+})
