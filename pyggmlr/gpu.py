@@ -61,17 +61,22 @@ def ag_matmul_precision(precision: Any = _UNSET) -> str:
     return str(prev)
 
 
-@contextlib.contextmanager
 def ag_local_mode(
     graph: Optional[bool] = None, matmul_precision: Optional[str] = None
-) -> Iterator[Dict[str, Any]]:
+) -> "contextlib.AbstractContextManager[Dict[str, Any]]":
     """``with ag_local_mode(graph=True):`` sets the modes inside the block and restores them on
     exit, normal or by an exception (R: until the calling function returns). Yields the previous
-    values of those set."""
+    values of those set. The arguments are checked at the call, as R's."""
     if graph is not None and not _flag(graph):
         raise ArgumentError("ag_local_mode(): `graph` must be TRUE, FALSE or NULL")
     if matmul_precision is not None:
         _precision(matmul_precision, "ag_local_mode", "matmul_precision")
+    return _local_mode(graph, matmul_precision)
+
+
+@contextlib.contextmanager
+def _local_mode(graph: Optional[bool], matmul_precision: Optional[str]) -> Iterator[Dict[str, Any]]:
+    """ag_local_mode's block, its arguments checked."""
     prev: Dict[str, Any] = {}
     if matmul_precision is not None:
         prev["matmul_precision"] = ag_matmul_precision(matmul_precision)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from collections.abc import Mapping
 from typing import Any, Dict, List, Optional
 
 import numpy as np
 
+from .._args import check_flag
 from .._core import ffi, lib, text
 from ..errors import ArgumentError, PyggmlrValueError
 
@@ -128,6 +130,11 @@ class History:
         returns the figure."""
         if not self.epoch:  # as R's plot.ag_history
             raise PyggmlrValueError("History.plot: no epochs to plot")
+        if path is not None and not isinstance(path, (str, bytes, os.PathLike)):
+            raise ArgumentError(
+                f"History.plot: path must be a file name (a single string), got {type(path).__name__}"
+            )
+        show = check_flag(show, "History.plot", "show")
         try:
             import matplotlib.pyplot as plt
             from matplotlib.ticker import MaxNLocator
@@ -157,7 +164,7 @@ class History:
             axes[j // ncol][j % ncol].set_visible(False)
         fig.tight_layout()
         if path is not None:
-            fig.savefig(path, dpi=100)
+            fig.savefig(os.fsdecode(path), dpi=100)
         if show:
             plt.show()
         else:

@@ -42,5 +42,7 @@ def test_local_mode_restores_on_exit_and_on_error():
             raise RuntimeError("boom")
     assert pg.ag_graph_mode() is False
     with pytest.raises(pg.ArgumentError, match="`graph` must be TRUE, FALSE or NULL"):
-        with pg.ag_local_mode(graph="yes"):
-            pass
+        pg.ag_local_mode(graph="yes")  # refused at the call, as R's (not at `with`)
+    with pytest.raises(pg.PyggmlrValueError, match="matmul_precision"):
+        pg.ag_local_mode(matmul_precision="f16")
+    assert pg.ag_graph_mode() is False and pg.ag_matmul_precision() == "default"

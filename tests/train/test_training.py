@@ -295,6 +295,17 @@ def test_history_plot(tmp_path):
     p = tmp_path / "loss.png"
     h.plot(str(p))
     assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    q = tmp_path / "b.png"
+    h.plot(bytes(q))  # a bytes path, as ag_save_model's
+    assert q.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for bad, text in (
+        (dict(path=3), "path must be a file name (a single string), got int"),
+        (dict(path=[str(p)]), "path must be a file name (a single string), got list"),
+        (dict(show="yes"), "show must be True or False, got str 'yes'"),
+    ):  # were matplotlib's own errors (or "yes" read as True)
+        with pytest.raises(pg.ArgumentError) as e:
+            h.plot(**bad)
+        assert str(e.value) == "History.plot: " + text
 
 
 def test_errors():
