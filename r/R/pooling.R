@@ -59,12 +59,6 @@ ag_global_avg_pool_op <- function(x, input_shape = NULL)
 ag_global_max_pool_op <- function(x, input_shape = NULL)
   .global_pool(x, "MAX", input_shape, "ag_global_max_pool_op")
 
-# sets (c(C, H, W)) or clears (NULL) a tensor's image tag; the tests' way until the public
-# accessor (ag_image_shape) lands
-.set_image_shape <- function(x, shape) {
-  invisible(.Call(R_pg_pool_tag, x$.ptr, if (is.null(shape)) NULL else as.double(shape)))
-}
-
 # the pooling layers: sizes checked by the core at construction, the input's tag read by forward
 .pool_layer <- function(kind, op, dims, kernel_size, stride, padding) {
   fn <- paste0("ag_", kind)

@@ -22,7 +22,7 @@ ag_no_grad <- function(expr) .Call(R_pg_scoped, .pg$code$scoped[["NO_GRAD"]], NU
   if (missing(value)) .Call(R_pg_gradmap_get, map, id)
   else .Call(R_pg_gradmap_set, map, id, if (is_ag_tensor(value)) value$data else value)
 }
-.gb_formals <- function(value) NULL
+.gb_formals <- function(value) NULL  # (the formals r_util.c's env_init takes: used from C)
 
 .grad_key <- function(i) {
   if (is_ag_tensor(i)) return(i$id)

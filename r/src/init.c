@@ -26,7 +26,6 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_pool", (DL_FUNC)&R_pg_pool, 8},
     {"R_pg_pool_check", (DL_FUNC)&R_pg_pool_check, 6},
     {"R_pg_global_pool", (DL_FUNC)&R_pg_global_pool, 4},
-    {"R_pg_pool_tag", (DL_FUNC)&R_pg_pool_tag, 2},
     {"R_pg_pad2d", (DL_FUNC)&R_pg_pad2d, 7},
     {"R_pg_pad2d_check", (DL_FUNC)&R_pg_pad2d_check, 5},
     {"R_pg_upsample2d", (DL_FUNC)&R_pg_upsample2d, 6},

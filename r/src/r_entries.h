@@ -13,7 +13,6 @@ extern SEXP R_pg_normalization_check(SEXP, SEXP, SEXP);
 extern SEXP R_pg_pool(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_pool_check(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_global_pool(SEXP, SEXP, SEXP, SEXP);
-extern SEXP R_pg_pool_tag(SEXP, SEXP);
 extern SEXP R_pg_pad2d(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_pad2d_check(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_upsample2d(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);

@@ -39,14 +39,3 @@ SEXP R_pg_global_pool(SEXP x, SEXP kind, SEXP shape, SEXP fn)
     return r_wrap(pg_global_pool(xt, Rf_asInteger(kind), dbl(shape, 3, f, "input_shape"), f),
                   R_TENSOR);
 }
-
-/* tests and internal use: set (torch order C, H, W) or clear (NULL) a tensor's image tag */
-SEXP R_pg_pool_tag(SEXP x, SEXP shape)
-{
-    pg_tensor *xt = r_get(x, R_TENSOR);
-    const double *s = dbl(shape, 3, "ag_image_shape<-", "shape");
-    int64_t whc[3] = {0, 0, 0};
-    if (s) whc[0] = (int64_t)s[2], whc[1] = (int64_t)s[1], whc[2] = (int64_t)s[0];
-    r_check(pg_tensor_set_image_shape(xt, s ? whc : NULL, NULL));
-    return R_NilValue;
-}

@@ -81,7 +81,7 @@ test_that("the layers read the image tag; flatten keeps the values and clears it
     old <- ag_dtype(dt)
     set.seed(2)
     x <- ag_tensor(matrix(rnorm(2 * 8 * 8 * 3), ncol = 3L))
-    pyggmlr:::.set_image_shape(x, c(2, 8, 8))
+    ag_image_shape(x) <- c(2, 8, 8)
     y <- ag_max_pool2d(2)$forward(x)
     expect_identical(dim(y), c(32L, 3L))
     z <- ag_avg_pool2d(c(2, 1), padding = c(1, 0))$forward(y)
@@ -122,7 +122,7 @@ test_that("configs, model files and ag_module_from_config", {
   back <- ag_load_model(f)
   unlink(f)
   x <- ag_tensor(matrix(rnorm(72 * 5), ncol = 5L))
-  pyggmlr:::.set_image_shape(x, c(2, 6, 6))
+  ag_image_shape(x) <- c(2, 6, 6)
   expect_identical(back$forward(x)$data, seq$forward(x)$data)
 })
 
