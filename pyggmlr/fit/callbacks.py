@@ -44,7 +44,7 @@ class Callback:
         """Called once when training ends (also after an early stop), before ag_fit returns."""
 
 
-def batch_callbacks(cbs):
+def batch_callbacks(cbs: List[Any]) -> List[Any]:
     """The callbacks with an on_batch_end of their own: the base class's no-op is skipped, so a
     fit with only the built-ins asks for no per-batch events (as R's ag_fit)."""
     return [cb for cb in cbs if hasattr(cb, "on_batch_end")
