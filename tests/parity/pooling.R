@@ -41,7 +41,7 @@ parity_pool_read <- function(dtype, path, x) {
   with_dtype(dtype, function() {
     m <- ag_load_model(path)
     xt <- ag_tensor(x)
-    pyggmlr:::.set_image_shape(xt, c(2, 6, 6))
+    ag_image_shape(xt) <- c(2, 6, 6)
     list(out = m$forward(xt)$data,
          types = paste(vapply(ag_to_config(m)$layers, function(l) l$type, ""), collapse = " "))
   })
