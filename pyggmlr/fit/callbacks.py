@@ -44,10 +44,17 @@ class Callback:
         """Called once when training ends (also after an early stop), before ag_fit returns."""
 
 
+def hook(cb: Any, name: str) -> Any:
+    """A callback's hook `name` when it is callable, else None: an attribute that is not a
+    function is no hook, as R's ag_fit reads is.function(cb$name)."""
+    f = getattr(cb, name, None)
+    return f if callable(f) else None
+
+
 def batch_callbacks(cbs: List[Any]) -> List[Any]:
     """The callbacks with an on_batch_end of their own: the base class's no-op is skipped, so a
     fit with only the built-ins asks for no per-batch events (as R's ag_fit)."""
-    return [cb for cb in cbs if hasattr(cb, "on_batch_end")
+    return [cb for cb in cbs if hook(cb, "on_batch_end") is not None
             and getattr(cb.on_batch_end, "__func__", None) is not Callback.on_batch_end]  # fmt: skip
 
 

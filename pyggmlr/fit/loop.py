@@ -30,7 +30,7 @@ from ..parallel.sync import FitSync
 from ..random import Generator, _seed_int
 from ..tape import ag_no_grad, ag_tape_clear, backward, with_grad_tape
 from ..tensor import Tensor
-from .callbacks import batch_callbacks
+from .callbacks import batch_callbacks, hook
 from .data import FitData, verbosity  # loaders, validation_data, verbose
 from .evaluate import fit_metric_codes, fit_metrics_set
 from .history import History
@@ -253,10 +253,13 @@ def ag_fit(
         except TypeError:
             kind_fail(lib.PG_FIT_KIND_CALLBACKS, type(callbacks).__name__)
         cbs = []
-        for cb in callbacks:
-            if not (hasattr(cb, "on_epoch_end") or callable(cb)):
+        for cb in callbacks:  # a hook is a callable attribute (R's is.function), else absent
+            if hook(cb, "on_epoch_end") is not None:
+                cbs.append(cb)
+            elif callable(cb):
+                cbs.append(SimpleNamespace(on_epoch_end=cb))
+            else:
                 kind_fail(lib.PG_FIT_KIND_CALLBACK, type(cb).__name__)
-            cbs.append(cb if hasattr(cb, "on_epoch_end") else SimpleNamespace(on_epoch_end=cb))
         # static / distributed, the batch sizes over ranks and the run's settings (kept for the
         # resume check and the checkpoints) are the core's (native/fit_setup.c), R's too
         setup = FitSetup(static, loss_name, distributed=bool(distributed), n=n,
@@ -298,7 +301,7 @@ def ag_fit(
             stream.set_state(ck.rng_state)
         fit = _Fit(model, opt, history, nepoch, setup, stream, cbs, plan)
         for cb in cbs:
-            if hasattr(cb, "on_train_begin"):
+            if hook(cb, "on_train_begin") is not None:
                 cb.on_train_begin(fit)
         if ck is not None:
             ck.load_callbacks(cbs, cb_arrays)
@@ -386,7 +389,7 @@ def ag_fit(
         if at.stopped_epoch:
             history.stopped_epoch = int(at.stopped_epoch)
         for cb in cbs:
-            if hasattr(cb, "on_train_end"):
+            if hook(cb, "on_train_end") is not None:
                 cb.on_train_end(fit)
     finally:
         prog.close()

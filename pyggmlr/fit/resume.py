@@ -79,5 +79,5 @@ class Checkpoint:
 
     def load_callbacks(self, callbacks: List[Any], arrays: Dict[int, Any]) -> None:
         for i, (cb, st) in enumerate(zip(callbacks, self.states)):
-            if st is not None and hasattr(cb, "load_state"):
+            if st is not None and callable(getattr(cb, "load_state", None)):  # R's is.function
                 cb.load_state(st, arrays.get(i))

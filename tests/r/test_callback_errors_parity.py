@@ -2,6 +2,8 @@
 (Python's exception type, R's pyggmlr_*_error) and the same text, word for word, since both
 come from the core (native/fit_stop.c)."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -196,3 +198,51 @@ def test_run_object_nepoch_and_hooks_alike(tmp_path):
         assert cb.on_batch_end(1, {"loss": 1.0}) is None
         code = f"cb <- {rmake}; is.null(cb$on_batch_end(1L, list(loss = 1)))"
         assert r.run(code, p=str(tmp_path / "c.st")) is True
+
+
+def test_hooks_that_are_not_functions_alike():
+    """A callback's hook is a function (R's is.function): an on_epoch_end that is not one is
+    refused before training in both languages (Python had accepted it and failed after the
+    first epoch), and other hooks that are not functions are absent hooks in both (Python had
+    called them: TypeError)."""
+    pg.ggml_set_seed(3)
+    m = pg.ag_linear(4, 3)
+    w0 = [p.numpy().copy() for p in m.parameters().values()]
+    with pytest.raises(pg.ArgumentError) as e:
+        pg.ag_fit(
+            m,
+            _X,
+            _Y,
+            nepoch=2,
+            batch_size=5,
+            silent=True,
+            callbacks=[SimpleNamespace(on_epoch_end=5)],
+        )
+    assert (
+        str(e.value)
+        == "ag_fit: callbacks must be Callback objects or functions, got SimpleNamespace"
+    )
+    assert all(
+        np.array_equal(p.numpy(), q) for p, q in zip(m.parameters().values(), w0)
+    )  # untrained
+    code = (
+        "ggml_set_seed(3); m <- ag_linear(4, 3); "
+        "ag_fit(m, x, y, nepoch = 2, batch_size = 5, silent = TRUE, "
+        "callbacks = list(list(on_epoch_end = 5)))"
+    )
+    rclass, _ = r.run(_CATCH.format(code=code), x=_X, y=_Y)
+    assert rclass == "pyggmlr_argument_error"
+    seen = []
+    cb = SimpleNamespace(on_epoch_end=lambda ep, logs: seen.append(ep), on_train_begin=5,
+                         on_batch_end="x", on_train_end=None)  # fmt: skip
+    pg.ggml_set_seed(3)
+    h = pg.ag_fit(
+        pg.ag_linear(4, 3), _X, _Y, nepoch=2, batch_size=5, silent=True, seed=1, callbacks=[cb]
+    )
+    assert seen == [1, 2]
+    code = ("seen <- integer(0); cb <- list(on_epoch_end = function(ep, logs) "
+            "seen <<- c(seen, ep), on_train_begin = 5, on_batch_end = \"x\", on_train_end = NA); "
+            "ggml_set_seed(3); h <- ag_fit(ag_linear(4, 3), x, y, nepoch = 2, batch_size = 5, "
+            "silent = TRUE, seed = 1L, callbacks = list(cb)); list(seen, h$loss)")  # fmt: skip
+    rseen, rloss = r.run(code, x=_X, y=_Y)
+    assert list(np.atleast_1d(rseen)) == [1, 2] and list(np.atleast_1d(rloss)) == h.loss
