@@ -300,9 +300,9 @@ def ag_fit(
             opt.accumulate_steps = info.accum
             stream.set_state(ck.rng_state)
         fit = _Fit(model, opt, history, nepoch, setup, stream, cbs, plan)
-        for cb in cbs:
-            if hook(cb, "on_train_begin") is not None:
-                cb.on_train_begin(fit)
+        for f in [hook(cb, "on_train_begin") for cb in cbs]:
+            if f is not None:
+                f(fit)
         if ck is not None:
             ck.load_callbacks(cbs, cb_arrays)
     except BaseException:
@@ -388,9 +388,9 @@ def ag_fit(
             ev, at = sess.next()
         if at.stopped_epoch:
             history.stopped_epoch = int(at.stopped_epoch)
-        for cb in cbs:
-            if hook(cb, "on_train_end") is not None:
-                cb.on_train_end(fit)
+        for f in [hook(cb, "on_train_end") for cb in cbs]:
+            if f is not None:
+                f(fit)
     finally:
         prog.close()
         in_stream.__exit__(None, None, None)
