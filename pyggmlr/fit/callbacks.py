@@ -97,21 +97,25 @@ class _Monitored(Callback):
         may not say: then every value counts as measured)."""
         return int(getattr(fit, "has_val", True)), int(getattr(fit, "has_accuracy", -1))
 
-    def _run(self, fit, hook, *fields):
-        """The run object a hook reads (ag_fit's, or a hand-written loop's own with these fields):
-        one without them is refused before anything is counted (R's rule and text)."""
-        fn = "ag_early_stopping" if self._kind == "early_stop" else "ag_model_checkpoint"
+    @property
+    def _fn(self):
+        """The user-facing name the texts give."""
+        return "ag_early_stopping" if self._kind == "early_stop" else "ag_model_checkpoint"
+
+    def _run(self, fit, name, *fields):
+        """The run object hook `name` reads (ag_fit's, or a hand-written loop's own with these
+        fields): one without them is refused before anything is counted (R's rule and text)."""
         for f in fields:
             if getattr(fit, f, None) is None:
                 raise ArgumentError(
-                    f"{fn}: {hook}(fit): fit has no {f} (ag_fit's run object has "
+                    f"{self._fn}: {name}(fit): fit has no {f} (ag_fit's run object has "
                     f"{', '.join(fields)})"
                 )
 
     def _epoch_args(self, epoch, logs):
         """on_epoch_end's arguments as the core reads them: the 1-based epoch (0 is the core's
         "none") under the one integer rule, and a dict of the epoch's values (R's: a named list)."""
-        fn = "ag_early_stopping" if self._kind == "early_stop" else "ag_model_checkpoint"
+        fn = self._fn
         epoch = check_int(epoch, fn, "epoch", 1)
         if not isinstance(logs, Mapping):
             raise ArgumentError(
@@ -285,7 +289,7 @@ class ag_model_checkpoint(_Monitored):
 
     def on_train_begin(self, fit):
         self._run(fit, "on_train_begin", "nepoch", "save_checkpoint")
-        nepoch = check_int(fit.nepoch, "ag_model_checkpoint", "nepoch", 1)
+        nepoch = check_int(fit.nepoch, self._fn, "nepoch", 1)
         _core.check(lib.pg_checkpoint_begin(self._h, nepoch, *self._begin_args(fit)))
         self._fit = fit
 
