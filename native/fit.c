@@ -114,10 +114,7 @@ pg_fit *pg_fit_new_cols(pg_tensor *x, pg_tensor *y, const pg_fit_params *params)
         return pg_fail_null(PG_STATUS_ERR_VALUE,
                             "%s: nbatch_logical must be an integer >= 1, got %lld", OP,
                             (long long)nbatch_logical);
-    if (nbatch_logical % batch_size)
-        return pg_fail_null(PG_STATUS_ERR_VALUE,
-                            "%s: nbatch_logical (%lld) must be a multiple of batch_size (%lld)", OP,
-                            (long long)nbatch_logical, (long long)batch_size);
+    if (pg_fit_batches_check(batch_size, nbatch_logical)) return NULL;
     if (!(val_split >= 0 && val_split < 1)) { /* R's format() of the number, in both languages */
         char v[40]; /* the non-finite in each language's words (pg_fmt_num) */
         return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: val_split must be in [0, 1), got %s", OP,

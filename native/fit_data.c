@@ -2,6 +2,7 @@
  * rule, the targets' checks, validation_data's columns appended into the plan, keras' verbose
  * levels, the distributed / static flags and resume_from's text. The hosts check the kinds of
  * their own values and pass what they saw. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include "pg.h"
@@ -162,4 +163,55 @@ int pg_fit_targets(int64_t xr, int64_t xc, int64_t yr, int64_t yc, const double 
         rc = pg_fit_check_ids(y, yc, outputs, nlevels, one_based); /* class ids against outputs */
     if (!rc && nclass) *nclass = outputs > 0 ? outputs : nlevels > 0 ? nlevels : -1;
     return rc;
+}
+
+/* the first sample of ids (finite whole numbers) at or past outputs: its index, else -1 */
+static int64_t id_past(const double *y, int64_t n, int64_t outputs)
+{
+    for (int64_t j = 0; j < n; j++)
+        if (isfinite(y[j]) && y[j] == floor(y[j]) && y[j] >= (double)outputs) return j;
+    return -1;
+}
+
+int pg_fit_outputs_check(int loss, const int *metrics, int64_t nmetrics, int64_t yr,
+                         const double *yv, int64_t nv, int64_t outputs)
+{
+    if (nmetrics < 0 || (nmetrics && !metrics) || nv < 0 || (nv && !yv))
+        return pg_fail(PG_STATUS_ERR_ARG, "pg_fit_outputs_check(): NULL metric codes or ids");
+    if (outputs <= 0) return 0; /* the model's layers do not say */
+    const char *name = pg_fit_loss_name(loss), *what = "loss";
+    if (yr == outputs || !name || loss == PG_FIT_LOSS_MEAN || loss == PG_FIT_LOSS_SUM ||
+        (loss == PG_FIT_LOSS_CROSS_ENTROPY && yr == 1))
+        name = NULL; /* then the metrics that compare element by element */
+    for (int64_t i = 0; !name && yr != outputs && i < nmetrics; i++)
+        if (pg_metric_regression(metrics[i])) name = pg_metric_name(metrics[i]), what = "metric";
+    if (name)
+        return pg_fail(PG_STATUS_ERR_SHAPE,
+                       "ag_fit: y has %lld row%s but the model gives %lld output%s per sample; the "
+                       "\"%s\" %s needs %sy as [%lld, n] (one row per output)",
+                       (long long)yr, yr == 1 ? "" : "s", (long long)outputs,
+                       outputs == 1 ? "" : "s", name, what,
+                       !strcmp(name, "cross_entropy") ? "class ids (one row) or " : "",
+                       (long long)outputs);
+    /* a binary run's per-class metrics (auc, precision, recall, f1) read one output */
+    const int binary =
+        loss == PG_FIT_LOSS_BINARY_CROSS_ENTROPY || loss == PG_FIT_LOSS_BCE_WITH_LOGITS;
+    for (int64_t i = 0; binary && outputs != 1 && i < nmetrics; i++) {
+        const int c = metrics[i];
+        if (!pg_metric_regression(c) && c != PG_METRIC_ACCURACY && c != PG_METRIC_BINARY_ACCURACY)
+            return pg_fail(PG_STATUS_ERR_SHAPE,
+                           "ag_fit: metrics: \"%s\" needs a 1-output binary model and 0/1 targets "
+                           "[1, n]; the model gives %lld outputs per sample",
+                           pg_metric_name(c), (long long)outputs);
+    }
+    const int64_t j = id_past(yv, nv, outputs);
+    if (j >= 0) {
+        char b[40];
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "ag_fit: validation_data y holds class id %s (sample %lld) but the model "
+                       "has %lld outputs; ids are 0-based, in [0, %lld)",
+                       pg_fmt_num(b, sizeof b, yv[j]), (long long)j + 1, (long long)outputs,
+                       (long long)outputs);
+    }
+    return 0;
 }

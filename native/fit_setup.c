@@ -25,6 +25,14 @@ pg_fit_setup_params pg_fit_setup_default_params(void)
     return p;
 }
 
+int pg_fit_batches_check(int64_t batch_size, int64_t nbatch_logical)
+{
+    if (batch_size < 1 || nbatch_logical % batch_size == 0) return 0;
+    return pg_fail(PG_STATUS_ERR_VALUE,
+                   "%s: nbatch_logical (%lld) must be a multiple of batch_size (%lld)", OP,
+                   (long long)nbatch_logical, (long long)batch_size);
+}
+
 int pg_fit_setup_new(const pg_fit_setup_params *params, pg_fit_setup **out)
 {
     if (!out) return pg_fail(PG_STATUS_ERR_ARG, "pg_fit_setup_new(): out is NULL");
@@ -43,6 +51,9 @@ int pg_fit_setup_new(const pg_fit_setup_params *params, pg_fit_setup **out)
                        "%s: static cannot be true with distributed training (the compiled step "
                        "has no gradient all-reduce)",
                        OP);
+    /* before the optimizer is given nbatch_logical / batch_size steps to accumulate */
+    if (p->nbatch_logical && pg_fit_batches_check(p->batch_size, p->nbatch_logical))
+        return PG_STATUS_ERR_VALUE;
     pg_fit_setup *s = calloc(1, sizeof *s);
     if (s) s->loss = malloc(strlen(p->loss) + 1);
     if (!s || !s->loss) {

@@ -29,7 +29,7 @@ static const char *NAMES[] = {"",
 
 const char *pg_metric_name(int code) { return code > 0 && code < NMETRIC ? NAMES[code] : ""; }
 
-static int is_regression(int code) { return code >= PG_METRIC_MAE; }
+int pg_metric_regression(int code) { return code >= PG_METRIC_MAE && code < NMETRIC; }
 
 int pg_metric_mode(const char *name)
 {
@@ -66,7 +66,7 @@ int pg_metric_code(const char *fn, const char *name, int classify, int in_fit)
                         fn);
     if (classify < PG_FIT_CLASSIFY_NONE || classify > PG_FIT_CLASSIFY_LOGITS)
         return -pg_fail(PG_STATUS_ERR_VALUE, "%s: classify code %d is out of range", fn, classify);
-    if (classify == PG_FIT_CLASSIFY_NONE && !is_regression(code))
+    if (classify == PG_FIT_CLASSIFY_NONE && !pg_metric_regression(code))
         return -pg_fail(PG_STATUS_ERR_VALUE,
                         "%s: metrics: \"%s\" needs a classification loss (cross_entropy, "
                         "binary_cross_entropy, bce_with_logits); a regression takes mae, mse, "
@@ -290,7 +290,7 @@ int pg_metric_value(const char *fn, int code, int classify, double threshold, co
     if (n == 0) return pg_fail(PG_STATUS_ERR_SHAPE, "%s: metrics need at least one sample", fn);
     if (!isnan(threshold) && !isfinite(threshold))
         return pg_fail(PG_STATUS_ERR_VALUE, "%s: threshold must be a finite number", fn);
-    if (is_regression(code)) {
+    if (pg_metric_regression(code)) {
         if (yrows != k)
             return pg_fail(PG_STATUS_ERR_SHAPE,
                            "%s: metrics: %s compares outputs [%lldx%lld] with targets of the same "

@@ -157,9 +157,9 @@ static int opt_against(const pg_mf *mf, const pj_doc *d, const pg_mf *tmp, const
     int64_t k = pj_get(d, 0, "kind");
     const char *fk = k >= 0 && d->nodes[k].type == PJ_STR ? d->pool + d->nodes[k].str : NULL;
     if (!fk || strcmp(fk, kind))
-        return pg_fail(PG_STATUS_ERR_VALUE,
-                       "optimizer state mismatch: the file's state is for %s, this optimizer is %s",
-                       fk ? fk : "(unknown)", kind);
+        return mf_bad(mf,
+                      "optimizer state mismatch: the file's state is for %s, this optimizer is %s",
+                      fk ? fk : "(unknown)", kind);
     int same = n == tmp->opt_n[0];
     if (same && n) {
         const char **a = malloc(sizeof(char *) * (size_t)n),
@@ -186,10 +186,9 @@ static int opt_against(const pg_mf *mf, const pj_doc *d, const pg_mf *tmp, const
         }
         int rc = mine.oom || theirs.oom
             ? pg_fail(PG_STATUS_ERR_NOMEM, "out of memory")
-            : pg_fail(PG_STATUS_ERR_VALUE,
-                      "optimizer state mismatch: the optimizer's parameters are %s; the "
-                      "file has %s",
-                      mine.s ? mine.s : "", theirs.s ? theirs.s : "");
+            : mf_bad(mf,
+                     "optimizer state mismatch: the optimizer's parameters are %s; the file has %s",
+                     mine.s ? mine.s : "", theirs.s ? theirs.s : "");
         free(mine.s), free(theirs.s);
         return rc;
     }

@@ -133,6 +133,8 @@ typedef struct pg_text {
 void pg_text_put(pg_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* "[2x3] f32" description of a tensor for messages; rotates through a few static buffers */
 const char *pg_desc(const pg_tensor *t);
+/* ag_fit's rule that nbatch_logical is a multiple of batch_size (fit_setup.c): 0 or the refusal */
+int pg_fit_batches_check(int64_t batch_size, int64_t nbatch_logical);
 
 /* ---- tensor.c ---- */
 void *pg_alloc(size_t nbytes, int category); /* counted, 64-byte aligned */

@@ -44,6 +44,8 @@ enum pg_metric {
 int pg_metric_code(const char *fn, const char *name, int classify, int in_fit);
 /* The canonical name of a code ("" when out of range). */
 const char *pg_metric_name(int code);
+/* 1 for the metrics that compare outputs with targets of the same shape (mae, mse, rmse, r2) */
+int pg_metric_regression(int code);
 /* Which way is better for early stopping's mode "auto": 1 larger (accuracy, auc, precision,
  * recall, f1*, r2), -1 smaller (mae, mse, rmse), 0 not a metric name. name may carry "val_". */
 int pg_metric_mode(const char *name);

@@ -112,6 +112,16 @@ int pg_fit_cols(const char *fn, const char *what, const int64_t *dims, int ndim,
 int pg_fit_targets(int64_t xr, int64_t xc, int64_t yr, int64_t yc, const double *y, int classify,
                    int64_t outputs, int64_t nlevels, int one_based, const char *tx, const char *ty,
                    int64_t *nclass);
+/* ag_fit's targets and metrics against the model's outputs per sample (outputs: the layers'
+ * shape rules, <= 0 unknown: nothing checked), before training, in this order: y's rows yr for a
+ * built-in loss that compares y with the output element by element (cross_entropy unless y is
+ * class ids; not mean / sum, not a loss function, -1), then for the metrics (PG_METRIC_* codes)
+ * that do (pg_metric_regression), PG_STATUS_ERR_SHAPE naming both and the loss or metric; a
+ * binary loss's per-class metrics (auc, precision, recall, f1) with more than one output,
+ * PG_STATUS_ERR_SHAPE; validation_data's class ids yv (nv of them; NULL / 0 when not ids) at or
+ * past the outputs, PG_STATUS_ERR_VALUE naming the first. */
+int pg_fit_outputs_check(int loss, const int *metrics, int64_t nmetrics, int64_t yr,
+                         const double *yv, int64_t nv, int64_t outputs);
 int pg_fit_val_join(const int64_t *x, const int64_t *y, const int64_t *xv, const int64_t *yv,
                     double val_split, double *val_split_out);
 /* keras' verbose onto ag_fit's progress (fit_data.c): number 0 (not a number) or v other than

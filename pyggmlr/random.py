@@ -280,6 +280,19 @@ def _sample_int(h, n, size, replace, prob, use_hash):
 # ---- the current stream (module functions, as R's calls on .Random.seed) ----
 
 
+@contextlib.contextmanager
+def keep_rng_on_error() -> Iterator[None]:
+    """Put the current stream back when the body raises: a call that fails draws nothing (a
+    model built part-way, or an ag_fit set up, before a refusal). R's .keep_rng_on_error."""
+    gen = Generator.current()
+    state = gen.get_state()
+    try:
+        yield
+    except BaseException:
+        gen.set_state(state)
+        raise
+
+
 def ggml_set_seed(seed: Optional[int]) -> Optional[int]:
     """Seed the process-wide stream exactly as R's set.seed(seed) (ggmlR's ggml_set_seed):
     None is a no-op (returns None), otherwise returns the seed as an int (R's as.integer: 3.9

@@ -119,7 +119,10 @@ def ag_fit(
     cross_entropy class ids beyond the model's outputs (when its layers say them) are refused
     before training; fewer classes present than outputs is fine (as PyTorch). Labels' classes (a
     Categorical's categories, unused ones too, or the distinct strings) must be as many as the
-    model's outputs when its layers say them, as R's factor levels (the same text).
+    model's outputs when its layers say them, as R's factor levels (the same text). y's rows
+    for the other built-in losses (and a one-hot y) and for the metrics mae / mse / rmse / r2
+    must be those outputs too, and validation_data's class ids below them, refused before
+    training. A fit refused before training changes nothing, the random stream included.
     optimizer: "adamw" (optimizer_adam with decoupled weight decay, default 0 as in ggml),
     "sgd", or an optimizer object built on the model's parameters (lr is then ignored; ag_fit
     sets its accumulate_steps to nbatch_logical / batch_size).
@@ -228,7 +231,8 @@ def ag_fit(
     Y = None if y is None else _as_cols(y, "y")
     nclass = -1  # class_weight's classes: the core's (the outputs, else the labels' count)
     if Y is not None:  # the samples agree (else a row-major hint), the classes fit the outputs
-        nclass = _check_targets(X, Y, classify, model, len(classes) if classes else -1)
+        nlabels = len(classes) if classes else -1
+        nclass = _check_targets(X, Y, classify, model, nlabels, loss_code, mcodes, data.yv)
     n, val_split = data.join(X, Y, val_split)  # validation_data's columns last, in the plan
 
     params = _params(model)
@@ -244,6 +248,8 @@ def ag_fit(
         make = optimizer_adam if kind[0] == lib.PG_OPTIM_KIND_ADAM else optimizer_sgd
         opt = make(params, lr=lr)
     opt_before = (opt.accumulate_steps, opt.accum_count)  # put back when the setup fails
+    gen = Generator.current()  # and the stream: the split and first shuffle are drawn before
+    rng_before = gen.get_state()  # the weights and the resume are checked
     try:  # a setup that fails (bad ids, a refused resume, ...) leaves the optimizer as it was
         # checked in R's order: before distributed / static; functions wrapped
         if callable(callbacks) or hasattr(callbacks, "on_epoch_end"):
@@ -307,6 +313,7 @@ def ag_fit(
             ck.load_callbacks(cbs, cb_arrays)
     except BaseException:
         opt.accumulate_steps, opt.accum_count = opt_before
+        gen.set_state(rng_before)
         raise
 
     # how the outputs are read, for ag_predict(type=) and model files (checkpoints included)

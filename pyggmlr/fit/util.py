@@ -229,15 +229,33 @@ class _StaticSteps:
         return eager, replay
 
 
-def _check_targets(X: Any, Y: Any, classify: int, model: Any, nlabels: int = -1) -> int:
+def _check_targets(
+    X: Any,
+    Y: Any,
+    classify: int,
+    model: Any,
+    nlabels: int = -1,
+    loss: int = -1,
+    metrics=(),
+    yv=None,
+) -> int:
     """y's samples against x's, then cross_entropy ids [1, n] against the model's outputs when its
     structure says them, and labels' classes (nlabels: a Categorical's categories, unused ones
-    too, or the distinct strings; -1: not labels) equal to them, as R's factor levels: the core's
-    rules and texts (pg_fit_targets, as R's). Returns class_weight's classes (the core's: the
-    outputs when known, else nlabels, else -1)."""
-    k = _out_rows(model, X.shape[0]) if classify == lib.PG_FIT_CLASSIFY_ARGMAX else None
+    too, or the distinct strings; -1: not labels) equal to them, as R's factor levels; then y's
+    rows, the metrics and validation_data's ids yv against those outputs for the built-in loss
+    `loss` (the core's code, -1: a function): the core's rules and texts (pg_fit_targets,
+    pg_fit_outputs_check, as R's), all before the first forward. Returns class_weight's classes
+    (the core's: the outputs when known, else nlabels, else -1)."""
+    k = _out_rows(model, X.shape[0])
     v = np.asfortranarray(Y, dtype=np.float64)
     nclass = ffi.new("int64_t *")
+    argmax = -1 if k is None or classify != lib.PG_FIT_CLASSIFY_ARGMAX else k
     check(lib.pg_fit_targets(*X.shape, *Y.shape, ffi.cast("double *", v.ctypes.data), classify,
-                             -1 if k is None else k, nlabels, 0, b"x.T", b"y.T", nclass))  # fmt: skip
+                             argmax, nlabels, 0, b"x.T", b"y.T", nclass))  # fmt: skip
+    codes = ffi.new("int[]", list(metrics) or [0])
+    ids = argmax > 0 and yv is not None and yv.shape[0] == 1  # validation_data's class ids
+    iv = np.ascontiguousarray(yv, dtype=np.float64).reshape(-1) if ids else np.zeros(0)
+    check(lib.pg_fit_outputs_check(loss, codes, len(metrics), Y.shape[0],
+                                   ffi.cast("double *", iv.ctypes.data), iv.size,
+                                   -1 if k is None else k))  # fmt: skip
     return int(nclass[0])

@@ -30,6 +30,7 @@ from ..nn.base import ag_eval
 from ..nn.modules import ag_module_from_config
 from ..optim.optimizer import Optimizer
 from ..optim.state import warn_hyper
+from ..random import keep_rng_on_error
 from ..tensor import ag_dtype
 from .check import (
     _Model,
@@ -203,7 +204,8 @@ def _load(
     path, model=None, optimizer=None, quiet_hyper=False, need_epoch=False, builder=None, dtype=-1
 ):
     _opt_arg(optimizer, lib.PG_MF_FN_LOAD)  # before the file, as R
-    with _ModelFile(path, "ag_load_model()") as f:
+    # a load refused after the model was built (by model_fn or from the config) draws nothing
+    with keep_rng_on_error(), _ModelFile(path, "ag_load_model()") as f:
         opts = ffi.new("pg_mf_load_opts *", lib.pg_mf_load_opts_default())
         opts.have_model = model is not None or builder is not None
         opts.need_epoch = bool(need_epoch)

@@ -27,6 +27,7 @@ from ..ops import (
     ag_add,
     ag_matmul,
 )
+from ..random import keep_rng_on_error
 from ..tensor import ArrayLike, Tensor, ag_param
 from .base import (
     _ACTIVATIONS,
@@ -410,8 +411,10 @@ def ag_module_from_config(cfg: Dict[str, Any]) -> Any:
     returns).
     Raises: PyggmlrValueError for a malformed dict, an unknown type (register custom ones with
     ag_register_layer), arguments the layer does not take or values out of their range (the
-    core's texts, as R's), plus what the layer's constructor raises (out of memory)."""
-    return _from_config(cfg, 0)
+    core's texts, as R's), plus what the layer's constructor raises (out of memory). A config
+    refused part-way draws nothing: the stream is put back."""
+    with keep_rng_on_error():
+        return _from_config(cfg, 0)
 
 
 def _json_value(v: Any) -> str:

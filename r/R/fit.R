@@ -48,7 +48,8 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   mcodes <- .fit_metric_codes(metrics, classify, !is.null(y))  # evaluate.R, before training
   SW <- .fit_sample_weight(sample_weight)  # fit_weight.R; the values are the core's to check
   CW <- .fit_class_weight(class_weight, y)
-  tg <- .fit_targets(y, L$name, X, classify, model)  # the samples, the classes against outputs
+  # the samples, the classes and the rows against the outputs
+  tg <- .fit_targets(y, L$name, X, classify, model, L$code, mcodes, d$yv)
   n <- ncol(X)  # with validation_data: its columns last, in the plan, held out exactly by the
   if (d$fixed) {  # val_split the core's rules give (pg_fit_val_join)
     dims <- lapply(list(X, tg$Y, d$xv, d$yv), function(m) if (!is.null(m)) as.list(dim(m)))
@@ -69,10 +70,12 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   opt_before <- c(opt$accumulate_steps, opt$accum_count)
   started <- FALSE
   prev_rng <- NULL
+  rng_before <- .rng_save()  # the split and first shuffle are drawn before the weights are checked
   restore <- function() {
     opt$accumulate_steps <- opt_before[[1]]
     opt$accum_count <- opt_before[[2]]
     if (!is.null(prev_rng)) .Call(R_pg_rng_use, prev_rng)
+    .rng_restore(rng_before)
   }
   on.exit(if (!started) restore(), add = TRUE)
 

@@ -54,7 +54,8 @@
 # y as [rows, n] doubles (a factor: 0-based ids, its levels kept), checked by the core
 # (pg_fit_targets): the samples against x's, arg-max ids against the model's outputs (read from
 # its layer configs; 1-based ids get R's hint) and a factor's levels
-.fit_targets <- function(y, loss, X, classify, model) {
+.fit_targets <- function(y, loss, X, classify, model, code = NULL, metrics = integer(),
+                         yv = NULL) {
   if (is.null(y)) return(list(Y = NULL))
   lev <- if (is.factor(y)) levels(y)
   if (is.factor(y)) {  # levels in order -> 0-based class ids; missing labels, then the loss
@@ -62,10 +63,16 @@
     .Call(R_pg_fit_labels_check, loss, length(lev), y)  # the core's rules and texts
   }
   Y <- .fit_cols(y, "y")
-  k <- if (classify == 1L) tryCatch(.out_rows(model, nrow(X), all = TRUE), error = function(e)
+  k <- tryCatch(.out_rows(model, nrow(X), all = TRUE), error = function(e)
     tryCatch(.out_rows(model, nrow(X)), error = function(e) NA_integer_))
   # and the classes for class_weight's check (the outputs when known, else the levels')
-  nclass <- .Call(R_pg_fit_targets, dim(X), Y, classify, k, if (!is.null(lev)) length(lev))
+  nclass <- .Call(R_pg_fit_targets, dim(X), Y, classify, if (classify == 1L) k,
+                  if (!is.null(lev)) length(lev))
+  # y's rows, the metrics and validation_data's class ids against the outputs for a built-in
+  # loss (code; NULL: a function), before training
+  ids <- classify == 1L && !is.null(yv) && nrow(yv) == 1L
+  .Call(R_pg_fit_outputs_check, if (is.null(code)) -1L else code, as.integer(metrics), nrow(Y),
+        if (ids) as.double(yv) else double(), k)
   list(Y = Y, levels = lev, classes = nclass)
 }
 

@@ -35,7 +35,7 @@ ag_module_from_config <- function(cfg) {
       .pg_stop("value",
                sprintf("ag_module_from_config: cfg is not valid JSON (%s)", conditionMessage(e))))
   }
-  .module_from_config(cfg, 0L)
+  .keep_rng_on_error(.module_from_config(cfg, 0L))  # refused part-way: nothing drawn
 }
 
 # sequentials within sequentials: the core bounds the depth by PG_CONFIG_MAX_DEPTH, so a config

@@ -14,6 +14,17 @@
   .Call(R_pg_rng_sample, n, size, replace, prob, useHash)
 }
 
+# Evaluate expr; when it fails, put back the stream it drew from (.rng_save, compile.R): a call
+# that fails draws nothing (a model built part-way before a refusal). Python's keep_rng_on_error.
+.keep_rng_on_error <- function(expr) {
+  saved <- .rng_save()
+  done <- FALSE
+  on.exit(if (!done) .rng_restore(saved))
+  value <- expr
+  done <- TRUE
+  value
+}
+
 # A run stream seeded as set.seed(seed) seeds R's (NULL: from the clock).
 .rng_stream <- function(seed = NULL) .Call(R_pg_rng_new, seed)
 

@@ -112,10 +112,12 @@ ag_load_model <- function(path, model_fn = NULL, device = NULL, dtype = NULL, mo
   }
   .mf_opt_arg(optimizer, TRUE)
   .model_path(path, "ag_load_model()")  # 0L / TRUE / a FIFO or device: refused before any read
-  # R serialization (saveRDS) rather than safetensors: the core's sniff (pg_file_is_rds)
-  if (.Call(R_pg_file_is_rds, path))
-    return(.load_ggmlr_container(path, model_fn, dtype, model, trust))
-  .load_model(path, model = model, model_fn = model_fn, optimizer = optimizer, dtype = dt)$model
+  # R serialization (saveRDS) rather than safetensors: the core's sniff (pg_file_is_rds); a load
+  # refused after the model was built draws nothing
+  .keep_rng_on_error(
+    if (.Call(R_pg_file_is_rds, path)) .load_ggmlr_container(path, model_fn, dtype, model, trust)
+    else .load_model(path, model = model, model_fn = model_fn, optimizer = optimizer,
+                     dtype = dt)$model)
 }
 
 # A ggmlR ag_save_model() file (s9.3 / s9.4): readRDS, checks with ggmlR's messages, then

@@ -121,6 +121,7 @@ extern SEXP R_pg_accuracy(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_set_index_base(SEXP);
 extern SEXP R_pg_fit_val_join(SEXP, SEXP);
 extern SEXP R_pg_fit_targets(SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_outputs_check(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_cols(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_loader_check_samples(SEXP, SEXP);
 extern SEXP R_pg_early_stop_new(SEXP, SEXP, SEXP, SEXP, SEXP);

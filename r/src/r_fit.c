@@ -130,6 +130,20 @@ SEXP R_pg_fit_targets(SEXP dx, SEXP y, SEXP classify, SEXP outputs, SEXP nlevels
     return Rf_ScalarReal((double)nclass);
 }
 
+/* y's rows, the metric codes (an integer vector) and validation_data's class ids (a double
+ * vector, empty: none) against the model's outputs (NULL / NA: unknown) for the built-in loss
+ * code (-1: a function): pg_fit_outputs_check */
+SEXP R_pg_fit_outputs_check(SEXP loss, SEXP metrics, SEXP rows, SEXP ids, SEXP outputs)
+{
+    if (TYPEOF(metrics) != INTSXP || TYPEOF(ids) != REALSXP)
+        r_stopf(PG_STATUS_ERR_ARG, "ag_fit: metric codes must be integers and ids doubles");
+    const double k = Rf_isNull(outputs) ? NA_REAL : Rf_asReal(outputs);
+    r_check(pg_fit_outputs_check(Rf_asInteger(loss), INTEGER(metrics), XLENGTH(metrics),
+                                 r_i64(Rf_asReal(rows)), REAL(ids), XLENGTH(ids),
+                                 ISNAN(k) ? -1 : (int64_t)k));
+    return R_NilValue;
+}
+
 /* the [features, n] rule (pg_fit_cols) for the value v (samples: n 0 refused): c(rows, n), else
  * the core's text */
 SEXP R_pg_fit_cols(SEXP fn, SEXP what, SEXP v, SEXP samples)

@@ -202,6 +202,66 @@ static void test_cols_targets(void)
           k == 2);
     CHECK(pg_fit_targets(2, 3, 1, 3, lab, PG_FIT_CLASSIFY_NONE, -1, -1, 0, "x.T", "y.T", &k) == 0 &&
           k == -1);
+    /* y's rows against the outputs for a built-in loss compared element by element */
+    CHECK(pg_fit_outputs_check(PG_FIT_LOSS_MSE, NULL, 0, 3, NULL, 0, 3) == 0);
+    CHECK(pg_fit_outputs_check(PG_FIT_LOSS_MSE, NULL, 0, 1, NULL, 0, -1) ==
+          0);                                                     /* outputs unknown */
+    CHECK(pg_fit_outputs_check(-1, NULL, 0, 1, NULL, 0, 3) == 0); /* a loss function */
+    CHECK(pg_fit_outputs_check(PG_FIT_LOSS_MEAN, NULL, 0, 1, NULL, 0, 3) == 0); /* y unused */
+    CHECK(pg_fit_outputs_check(PG_FIT_LOSS_SUM, NULL, 0, 2, NULL, 0, 3) == 0);
+    CHECK(pg_fit_outputs_check(PG_FIT_LOSS_CROSS_ENTROPY, NULL, 0, 1, NULL, 0, 3) ==
+          0); /* class ids */
+    CHECK(pg_fit_outputs_check(PG_FIT_LOSS_CROSS_ENTROPY, NULL, 0, 3, NULL, 0, 3) ==
+          0); /* one-hot */
+    CHECK_ERR(pg_fit_outputs_check(PG_FIT_LOSS_MSE, NULL, 0, 1, NULL, 0, 3), PG_STATUS_ERR_SHAPE,
+              "ag_fit: y has 1 row but the model gives 3 outputs per sample; the \"mse\" loss "
+              "needs y as [3, n] (one row per output)");
+    CHECK_ERR(pg_fit_outputs_check(PG_FIT_LOSS_CROSS_ENTROPY, NULL, 0, 2, NULL, 0, 3),
+              PG_STATUS_ERR_SHAPE,
+              "the \"cross_entropy\" loss needs class ids (one row) or y as [3, n]");
+    CHECK_ERR(pg_fit_outputs_check(PG_FIT_LOSS_BCE_WITH_LOGITS, NULL, 0, 2, NULL, 0, 1),
+              PG_STATUS_ERR_SHAPE, "y has 2 rows but the model gives 1 output per sample");
+    /* the metrics that compare element by element, whatever the loss (ids, a function) */
+    const int reg[2] = {PG_METRIC_AUC, PG_METRIC_RMSE}, cls[1] = {PG_METRIC_F1};
+    CHECK(pg_fit_outputs_check(PG_FIT_LOSS_CROSS_ENTROPY, cls, 1, 1, NULL, 0, 3) == 0);
+    CHECK(pg_fit_outputs_check(PG_FIT_LOSS_CROSS_ENTROPY, reg, 2, 1, NULL, 0, -1) ==
+          0); /* unknown */
+    CHECK(pg_fit_outputs_check(PG_FIT_LOSS_MSE, reg, 2, 3, NULL, 0, 3) == 0);
+    CHECK_ERR(pg_fit_outputs_check(PG_FIT_LOSS_CROSS_ENTROPY, reg, 2, 1, NULL, 0, 3),
+              PG_STATUS_ERR_SHAPE,
+              "ag_fit: y has 1 row but the model gives 3 outputs per sample; the \"rmse\" metric "
+              "needs y as [3, n] (one row per output)");
+    CHECK_ERR(pg_fit_outputs_check(-1, reg, 2, 2, NULL, 0, 3), PG_STATUS_ERR_SHAPE,
+              "\"rmse\" metric");
+    CHECK_ERR(pg_fit_outputs_check(PG_FIT_LOSS_MAE, reg, 2, 2, NULL, 0, 3), PG_STATUS_ERR_SHAPE,
+              "\"mae\" loss"); /* the loss first */
+    CHECK_ERR(pg_fit_outputs_check(0, NULL, 1, 1, NULL, 0, 3), PG_STATUS_ERR_ARG,
+              "NULL metric codes or ids");
+    for (int c = 1; c <= PG_METRIC_R2; c++) CHECK(pg_metric_regression(c) == (c >= PG_METRIC_MAE));
+    for (int l = PG_FIT_LOSS_BINARY_CROSS_ENTROPY; l < PG_FIT_LOSS_COUNT; l++)
+        CHECK(pg_fit_outputs_check(l, NULL, 0, 2, NULL, 0, 3) == PG_STATUS_ERR_SHAPE);
+    /* a binary loss's per-class metrics read one output; binary_accuracy and accuracy any */
+    const int prec[1] = {PG_METRIC_PRECISION},
+              acc[2] = {PG_METRIC_ACCURACY, PG_METRIC_BINARY_ACCURACY};
+    CHECK(pg_fit_outputs_check(PG_FIT_LOSS_BINARY_CROSS_ENTROPY, prec, 1, 1, NULL, 0, 1) == 0);
+    CHECK(pg_fit_outputs_check(PG_FIT_LOSS_BCE_WITH_LOGITS, acc, 2, 2, NULL, 0, 2) == 0);
+    CHECK_ERR(pg_fit_outputs_check(PG_FIT_LOSS_BCE_WITH_LOGITS, prec, 1, 2, NULL, 0, 2),
+              PG_STATUS_ERR_SHAPE,
+              "ag_fit: metrics: \"precision\" needs a 1-output binary model and 0/1 targets [1, "
+              "n]; the model gives 2 outputs per sample");
+    CHECK(pg_fit_outputs_check(PG_FIT_LOSS_CROSS_ENTROPY, prec, 1, 1, NULL, 0, 3) == 0);
+    /* validation_data's class ids against the outputs (the first at or past them) */
+    const double vid[4] = {0, 2, 2.5, 4}, vok[2] = {0, 2};
+    CHECK(pg_fit_outputs_check(PG_FIT_LOSS_CROSS_ENTROPY, NULL, 0, 1, vok, 2, 3) == 0);
+    CHECK(pg_fit_outputs_check(PG_FIT_LOSS_CROSS_ENTROPY, NULL, 0, 1, vid, 4, -1) == 0);
+    CHECK_ERR(pg_fit_outputs_check(PG_FIT_LOSS_CROSS_ENTROPY, NULL, 0, 1, vid, 4, 3),
+              PG_STATUS_ERR_VALUE,
+              "ag_fit: validation_data y holds class id 4 (sample 4) but the model has 3 outputs; "
+              "ids are 0-based, in [0, 3)");
+    /* nbatch_logical a multiple of batch_size, before the optimizer is told to accumulate */
+    CHECK(pg_fit_batches_check(5, 10) == 0 && pg_fit_batches_check(0, 3) == 0);
+    CHECK_ERR(pg_fit_batches_check(5, 3), PG_STATUS_ERR_VALUE,
+              "ag_fit: nbatch_logical (3) must be a multiple of batch_size (5)");
 }
 
 void test_fit_data(void)

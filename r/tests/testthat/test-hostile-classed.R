@@ -26,8 +26,8 @@ test_that("ag_fit's y and data checks are classed and name ag_fit, not an intern
   # a character y is labels, as Python's strings: the loss must suit labels (the core's text)
   .expect_refused(ag_fit(.m(), X4, c("a", "b", "a", "b"), loss = "mse", silent = TRUE),
                   "pyggmlr_value_error", "ag_fit", "needs loss = \"cross_entropy\"")
-  .expect_refused(ag_fit(.m(), X4, c(NA, 1, 1, 1), loss = "mse", silent = TRUE),
-                  "pyggmlr_value_error", "ag_fit", "non-finite value")
+  .expect_refused(ag_fit(.m(), X4, matrix(c(NA, rep(1, 11)), 3, 4), loss = "mse", silent = TRUE),
+                  "pyggmlr_value_error", "ag_fit", "non-finite value")  # y of the 3 outputs' rows
   .expect_refused(ag_fit(.m(), X4, matrix(1, 3, 3), loss = "mse", silent = TRUE),
                   "pyggmlr_shape_error", "ag_fit", "samples")  # Python's ShapeError (issue 29)
   .expect_refused(ag_fit(.m(), X4, NULL, loss = "mse", silent = TRUE), "pyggmlr_value_error",

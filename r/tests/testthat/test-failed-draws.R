@@ -1,0 +1,87 @@
+# A call that fails draws nothing: ag_fit drew its split and first shuffle before checking
+# class_weight, ag_load_model built the model (drawing its weights) before checking the file's
+# optimizer state and names, ag_module_from_config built layers before a later one's refusal.
+# The stream now ends where it began (tests/r/test_failed_draws_parity.py: the same in Python).
+
+new_model <- function() ag_sequential(ag_linear(4, 8, activation = "relu"), ag_linear(8, 3))
+
+test_that("a refused ag_fit, ag_load_model or ag_module_from_config draws nothing", {
+  draws_after <- function(call) {  # runif(4) after set.seed(11) and the refused call
+    set.seed(11)
+    expect_error(call, class = "pyggmlr_value_error")
+    runif(4)
+  }
+  set.seed(11)
+  clean <- runif(4)
+  x <- matrix(1:40 / 40, 4)
+  y <- c(0, 1, 2, 0, 1, 2, 0, 1, 2, 0)
+  m <- new_model()
+  for (cw in list(c(1, 1, 1, 1), c(-1, 1, 1)))
+    expect_identical(draws_after(ag_fit(m, x, y, nepoch = 1, batch_size = 4, silent = TRUE,
+                                        class_weight = cw)), clean)
+  f <- tempfile(fileext = ".safetensors")
+  ag_save_model(m, f, optimizer = optimizer_adam(m$parameters()))
+  sgd <- optimizer_sgd(new_model()$parameters(), lr = 0.1)
+  expect_identical(draws_after(ag_load_model(f, optimizer = sgd)), clean)
+  expect_identical(draws_after(ag_load_model(f, model_fn = function() ag_linear(4, 3))), clean)
+  cfg <- m$to_config()
+  cfg$layers[[2]]$in_features <- -3
+  expect_identical(draws_after(ag_module_from_config(cfg)), clean)
+  # a call that succeeds still draws (the load rebuilds the model from its config)
+  set.seed(11)
+  ag_load_model(f)
+  expect_false(identical(runif(4), clean))
+  # the optimizer-state refusals name the file, as the loader's other file refusals do
+  expect_error(ag_load_model(f, model = m, optimizer = optimizer_sgd(m$parameters())),
+               paste0(f, ": optimizer state mismatch: the file's state is for adam"), fixed = TRUE)
+})
+
+test_that("ag_fit refuses y of other rows than the model's outputs before training", {
+  x <- matrix(1:40 / 40, 4)
+  ids <- c(0, 1, 2, 0, 1, 2, 0, 1, 2, 0)
+  set.seed(1)
+  m <- ag_sequential(ag_linear(4, 8, activation = "relu"), ag_batch_norm(8), ag_dropout(0.3),
+                     ag_linear(8, 3))
+  before <- ag_state_dict(m)
+  set.seed(11)
+  clean <- runif(4)
+  text <- paste0("ag_fit: y has %s but the model gives 3 outputs per sample; the \"%s\" %s ",
+                 "needs %sy as [3, n] (one row per output)")
+  fit <- function(...) ag_fit(m, x, nepoch = 1, batch_size = 4, silent = TRUE, ...)
+  for (case in list(list(ids, "mse", NULL, "1 row", "mse", "loss", ""),
+                    list(matrix(0, 2, 10), "huber", NULL, "2 rows", "huber", "loss", ""),
+                    list(matrix(0, 2, 10), "cross_entropy", NULL, "2 rows", "cross_entropy", "loss",
+                         "class ids (one row) or "),
+                    list(ids, "cross_entropy", c("f1", "rmse"), "1 row", "rmse", "metric", ""))) {
+    set.seed(11)
+    expect_error(fit(y = case[[1]], loss = case[[2]], metrics = case[[3]]),
+                 do.call(sprintf, c(list(text), case[4:7])), fixed = TRUE,
+                 class = "pyggmlr_shape_error")
+    expect_identical(runif(4), clean)  # no dropout mask, no shuffle drawn
+  }
+  expect_identical(ag_state_dict(m), before)  # batch norm's running statistics too
+})
+
+test_that("ag_fit refuses validation ids, binary metrics and nbatch_logical before training", {
+  x <- matrix(1:40 / 40, 4)
+  ids <- c(0, 1, 2, 0, 1, 0, 1, 2, 0, 1)
+  set.seed(1)
+  m <- ag_sequential(ag_linear(4, 8, activation = "relu"), ag_batch_norm(8), ag_linear(8, 3))
+  before <- ag_state_dict(m)
+  fit <- function(...) ag_fit(m, x, nepoch = 1, batch_size = 4, silent = TRUE, ...)
+  set.seed(11)
+  s0 <- .Random.seed
+  expect_error(fit(y = ids, validation_data = list(x, ids + 3)), paste0(
+    "ag_fit: validation_data y holds class id 3 (sample 1) but the model has 3 outputs; ids ",
+    "are 0-based, in [0, 3)"), fixed = TRUE, class = "pyggmlr_value_error")
+  expect_error(fit(y = matrix(0, 3, 10), loss = "binary_cross_entropy",
+                   metrics = c("binary_accuracy", "auc")),
+               paste0("ag_fit: metrics: \"auc\" needs a 1-output binary model and 0/1 ",
+                      "targets [1, n]; the model gives 3 outputs per sample"),
+               fixed = TRUE, class = "pyggmlr_shape_error")
+  expect_error(fit(y = ids, nbatch_logical = 3),
+               "ag_fit: nbatch_logical (3) must be a multiple of batch_size (4)", fixed = TRUE,
+               class = "pyggmlr_value_error")
+  expect_identical(.Random.seed, s0)
+  expect_identical(ag_state_dict(m), before)
+})

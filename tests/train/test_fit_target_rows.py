@@ -1,0 +1,103 @@
+"""ag_fit checks y's rows against the model's outputs for a built-in loss, and for the metrics that
+compare element by element, before training (pg_fit_target_rows): a y of the wrong rows failed in
+the first batch's loss, after a forward in training mode had moved batch norm's running
+statistics and drawn dropout masks, or (a metric) at the end of the first epoch, after it had
+trained. Now it is refused first, and nothing changes."""
+
+import numpy as np
+import pytest
+
+import pyggmlr as pg
+
+_X = (np.arange(40, dtype=float).reshape(10, 4).T + 1) / 40
+
+
+def _model():
+    pg.ggml_set_seed(1)
+    return pg.ag_sequential(pg.ag_linear(4, 8, activation="relu"), pg.ag_batch_norm(8),
+                            pg.ag_dropout(0.3), pg.ag_linear(8, 3))  # fmt: skip
+
+
+_TEXT = (
+    'ag_fit: y has {} but the model gives 3 outputs per sample; the "{}" {} needs {}y as [3, n] '
+    "(one row per output)"
+)
+
+
+@pytest.mark.parametrize(
+    "loss, y, shown, metrics",
+    [
+        ("mse", np.zeros(10), "1 row", None),
+        ("mae", np.zeros((2, 10)), "2 rows", None),
+        ("huber", np.zeros((4, 10)), "4 rows", None),
+        ("binary_cross_entropy", np.zeros((1, 10)), "1 row", None),
+        ("bce_with_logits", np.zeros((2, 10)), "2 rows", None),
+        ("cross_entropy", np.eye(2)[:, [0, 1] * 5], "2 rows", None),  # one-hot of 2 classes
+        ("cross_entropy", np.array([0, 1, 2, 0, 1] * 2), "1 row", ["f1", "rmse"]),  # ids: a metric
+        (lambda o, t: pg.ag_mean(o), np.zeros((2, 10)), "2 rows", "mae"),  # a loss function
+    ],
+)
+def test_rows_refused_before_training(loss, y, shown, metrics):
+    m = _model()
+    before = {k: v.copy() for k, v in m.state_dict()["parameters"].items()}
+    bufs = {k: v.copy() for k, v in m.state_dict()["buffers"].items()}
+    state = pg.random.get_state()
+    ids = "class ids (one row) or " if loss == "cross_entropy" and metrics is None else ""
+    with pytest.raises(pg.ShapeError) as e:
+        pg.ag_fit(m, _X, y, loss=loss, metrics=metrics, nepoch=1, batch_size=4, silent=True)
+    if metrics is None:
+        assert str(e.value) == _TEXT.format(shown, loss, "loss", ids)
+    else:  # the first metric that compares element by element
+        assert str(e.value) == _TEXT.format(
+            shown, "rmse" if metrics != "mae" else "mae", "metric", ""
+        )
+    after = m.state_dict()
+    assert all(np.array_equal(after["parameters"][k], v) for k, v in before.items())
+    assert all(np.array_equal(after["buffers"][k], v) for k, v in bufs.items())  # running stats
+    assert np.array_equal(pg.random.get_state(), state)  # no dropout mask, no shuffle drawn
+
+
+def test_matching_rows_and_unchecked_losses_train():
+    m = _model()
+    assert np.isfinite(
+        pg.ag_fit(m, _X, np.zeros((3, 10)), loss="mse", nepoch=1, batch_size=5, silent=True).loss[0]
+    )
+    y = np.array([0, 1, 2, 0, 1, 2, 0, 1, 2, 0.0])
+    assert np.isfinite(
+        pg.ag_fit(m, _X, y, nepoch=1, batch_size=5, silent=True).loss[0]
+    )  # class ids
+    assert np.isfinite(
+        pg.ag_fit(m, _X, y, loss="mean", nepoch=1, batch_size=5, silent=True).loss[0]
+    )  # y unused
+    # a loss function reads y as it likes: not checked
+    h = pg.ag_fit(m, _X, y, loss=lambda o, t: pg.ag_mean(o), nepoch=1, batch_size=5, silent=True)
+    assert np.isfinite(h.loss[0])
+
+
+def test_other_refusals_before_training():
+    """validation_data's class ids past the outputs (was the first validation batch's loss
+    error, after an epoch of training), a binary model's per-class metric with two outputs
+    (refused after the first epoch) and nbatch_logical below batch_size (optimizer_adam's
+    accumulate_steps text): each refused before training, nothing changed."""
+    ids = np.array([0, 1, 2, 0, 1] * 2, dtype=float)
+    cases = [
+        (dict(y=ids, validation_data=(_X, ids + 3)), pg.PyggmlrValueError,
+         "ag_fit: validation_data y holds class id 3 (sample 1) but the model has 3 outputs; "
+         "ids are 0-based, in [0, 3)"),
+        (dict(y=np.zeros((3, 10)), loss="binary_cross_entropy", metrics=["binary_accuracy", "auc"]),
+         pg.ShapeError, 'ag_fit: metrics: "auc" needs a 1-output binary model and 0/1 targets '
+         "[1, n]; the model gives 3 outputs per sample"),
+        (dict(y=ids, nbatch_logical=3), pg.PyggmlrValueError,
+         "ag_fit: nbatch_logical (3) must be a multiple of batch_size (4)"),
+    ]  # fmt: skip
+    for kw, exc, text in cases:
+        m = _model()
+        before = m.state_dict()
+        state = pg.random.get_state()
+        with pytest.raises(exc) as e:
+            pg.ag_fit(m, _X, nepoch=1, batch_size=4, silent=True, **kw)
+        assert type(e.value) is exc and str(e.value) == text
+        after = m.state_dict()
+        for part in ("parameters", "buffers"):
+            assert all(np.array_equal(after[part][k], v) for k, v in before[part].items())
+        assert np.array_equal(pg.random.get_state(), state)
