@@ -33,6 +33,20 @@ int pg_fit_batches_check(int64_t batch_size, int64_t nbatch_logical)
                    (long long)nbatch_logical, (long long)batch_size);
 }
 
+int pg_fit_optim_check(pg_optim *o, pg_tensor *const *params, int64_t n)
+{
+    if (!o || n < 0 || (n && !params))
+        return pg_fail(PG_STATUS_ERR_ARG, "pg_fit_optim_check(): NULL optimizer or parameters");
+    const int64_t k = pg_optim_nparams(o);
+    for (int64_t i = 0; i < k; i++)
+        for (int64_t j = 0; j < n; j++)
+            if (pg_optim_param(o, i) == params[j]) return 0; /* one is enough: a part fine-tunes */
+    return pg_fail(PG_STATUS_ERR_VALUE,
+                   "%s: the optimizer updates none of the model's parameters (its %lld are not "
+                   "among the model's %lld); build it on this model's parameters",
+                   OP, (long long)k, (long long)n);
+}
+
 int pg_fit_setup_new(const pg_fit_setup_params *params, pg_fit_setup **out)
 {
     if (!out) return pg_fail(PG_STATUS_ERR_ARG, "pg_fit_setup_new(): out is NULL");

@@ -122,6 +122,10 @@ int pg_fit_targets(int64_t xr, int64_t xc, int64_t yr, int64_t yc, const double 
  * past the outputs, PG_STATUS_ERR_VALUE naming the first. */
 int pg_fit_outputs_check(int loss, const int *metrics, int64_t nmetrics, int64_t yr,
                          const double *yv, int64_t nv, int64_t outputs);
+/* ag_fit's optimizer object against the model's n parameters, before training: none of its
+ * parameters among them (another model's optimizer, whose first step would find no gradient)
+ * is PG_STATUS_ERR_VALUE; one or more is fine (a part of the model trained). */
+int pg_fit_optim_check(pg_optim *o, pg_tensor *const *params, int64_t n);
 int pg_fit_val_join(const int64_t *x, const int64_t *y, const int64_t *xv, const int64_t *yv,
                     double val_split, double *val_split_out);
 /* keras' verbose onto ag_fit's progress (fit_data.c): number 0 (not a number) or v other than

@@ -42,6 +42,7 @@ from .util import (
     _apply_hyper,
     _as_cols,
     _builtin_model,
+    _check_optimizer,
     _check_targets,
     _forward,
     _loss_fn,
@@ -124,8 +125,9 @@ def ag_fit(
     must be those outputs too, and validation_data's class ids below them, refused before
     training. A fit refused before training changes nothing, the random stream included.
     optimizer: "adamw" (optimizer_adam with decoupled weight decay, default 0 as in ggml),
-    "sgd", or an optimizer object built on the model's parameters (lr is then ignored; ag_fit
-    sets its accumulate_steps to nbatch_logical / batch_size).
+    "sgd", or an optimizer object built on the model's parameters, or some of them (lr is then
+    ignored; ag_fit sets its accumulate_steps to nbatch_logical / batch_size); one that updates
+    none of them is refused before training.
     opt_params: callable(epoch) -> dict of hyper-parameters (lr/alpha, weight_decay/wd, beta1,
     momentum, ...) applied at the start of each epoch (1-based).
     batch_size: samples per forward/backward (physical batch). nbatch_logical: samples per
@@ -241,6 +243,7 @@ def ag_fit(
     dtype = _model_dtype(model)
     if isinstance(optimizer, Optimizer):
         opt = optimizer
+        _check_optimizer(opt, params)  # another model's: refused before training (the core)
     else:  # the core's names and text (pg_fit_optim_parse)
         kind = ffi.new("int *")
         name = optimizer.encode() if isinstance(optimizer, str) else NULL

@@ -259,3 +259,11 @@ def _check_targets(
                                    ffi.cast("double *", iv.ctypes.data), iv.size,
                                    -1 if k is None else k))  # fmt: skip
     return int(nclass[0])
+
+
+def _check_optimizer(opt: Any, params: Any) -> None:
+    """An optimizer object that updates none of the model's parameters (another model's, whose
+    first step would find no gradient) is refused before training: the core's rule and text
+    (pg_fit_optim_check, as R's)."""
+    ptrs = ffi.new("pg_tensor *[]", [t._p for t in params.values()] or [NULL])
+    check(lib.pg_fit_optim_check(opt._o, ptrs, len(params)))

@@ -113,7 +113,10 @@
 }
 
 .make_fit_optimizer <- function(optimizer, params, lr) {
-  if (.is_optimizer(optimizer)) return(optimizer)
+  if (.is_optimizer(optimizer)) {  # another model's optimizer: refused before training (the core)
+    .Call(R_pg_fit_optim_check, optimizer$.h, lapply(params, function(p) p$.ptr))
+    return(optimizer)
+  }
   # the core's names and text (pg_fit_optim_parse)
   name <- if (is.character(optimizer) && length(optimizer) == 1L && !is.na(optimizer)) optimizer
   kind <- .Call(R_pg_fit_optim_parse, name, if (is.null(name)) .arg_show(optimizer) else "")

@@ -135,6 +135,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_fit_val_join", (DL_FUNC)&R_pg_fit_val_join, 2},
     {"R_pg_fit_targets", (DL_FUNC)&R_pg_fit_targets, 5},
     {"R_pg_fit_outputs_check", (DL_FUNC)&R_pg_fit_outputs_check, 5},
+    {"R_pg_fit_optim_check", (DL_FUNC)&R_pg_fit_optim_check, 2},
     {"R_pg_fit_cols", (DL_FUNC)&R_pg_fit_cols, 4},
     {"R_pg_loader_check_samples", (DL_FUNC)&R_pg_loader_check_samples, 2},
     {"R_pg_early_stop_new", (DL_FUNC)&R_pg_early_stop_new, 5},

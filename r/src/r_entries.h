@@ -122,6 +122,7 @@ extern SEXP R_pg_set_index_base(SEXP);
 extern SEXP R_pg_fit_val_join(SEXP, SEXP);
 extern SEXP R_pg_fit_targets(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_outputs_check(SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_optim_check(SEXP, SEXP);
 extern SEXP R_pg_fit_cols(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_loader_check_samples(SEXP, SEXP);
 extern SEXP R_pg_early_stop_new(SEXP, SEXP, SEXP, SEXP, SEXP);

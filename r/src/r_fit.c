@@ -144,6 +144,15 @@ SEXP R_pg_fit_outputs_check(SEXP loss, SEXP metrics, SEXP rows, SEXP ids, SEXP o
     return R_NilValue;
 }
 
+/* ag_fit's optimizer object (its handle) against the model's parameters (a list of tensor
+ * handles): pg_fit_optim_check */
+SEXP R_pg_fit_optim_check(SEXP h, SEXP params)
+{
+    pg_tensor **arr = r_handle_array(params, "ag_fit");
+    r_check(pg_fit_optim_check(r_get(h, R_OPTIM), arr, XLENGTH(params)));
+    return R_NilValue;
+}
+
 /* the [features, n] rule (pg_fit_cols) for the value v (samples: n 0 refused): c(rows, n), else
  * the core's text */
 SEXP R_pg_fit_cols(SEXP fn, SEXP what, SEXP v, SEXP samples)

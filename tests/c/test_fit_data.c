@@ -258,6 +258,17 @@ static void test_cols_targets(void)
               PG_STATUS_ERR_VALUE,
               "ag_fit: validation_data y holds class id 4 (sample 4) but the model has 3 outputs; "
               "ids are 0-based, in [0, 3)");
+    /* an optimizer object updating none of the model's parameters (another model's) */
+    pg_tensor *a = pg_tensor_full(PG_DTYPE_F64, 2, 2, 1),
+              *b = pg_tensor_full(PG_DTYPE_F64, 2, 1, 1);
+    pg_tensor *pa[1] = {a}, *pb[1] = {b}, *pab[2] = {b, a};
+    pg_optim *o = pg_optim_new(PG_OPTIM_KIND_SGD, pa, 1, NULL);
+    CHECK(pg_fit_optim_check(o, pab, 2) == 0); /* one of them is enough */
+    CHECK_ERR(pg_fit_optim_check(o, pb, 1), PG_STATUS_ERR_VALUE,
+              "ag_fit: the optimizer updates none of the model's parameters (its 1 are not among "
+              "the model's 1); build it on this model's parameters");
+    CHECK_ERR(pg_fit_optim_check(NULL, pb, 1), PG_STATUS_ERR_ARG, "NULL optimizer");
+    pg_optim_free(o), pg_tensor_release(a), pg_tensor_release(b);
     /* nbatch_logical a multiple of batch_size, before the optimizer is told to accumulate */
     CHECK(pg_fit_batches_check(5, 10) == 0 && pg_fit_batches_check(0, 3) == 0);
     CHECK_ERR(pg_fit_batches_check(5, 3), PG_STATUS_ERR_VALUE,

@@ -7,8 +7,9 @@ now ends where it began, so the next draw is the one the script would make witho
 call, and the two languages refuse alike. ag_fit also checks before training what it refused only
 once training had begun: y's rows against the model's outputs for a built-in loss or a metric
 that compares element by element, validation_data's class ids, a binary model's per-class
-metrics with more than one output, and nbatch_logical below batch_size (which reached the
-optimizer as 0 steps to accumulate)."""
+metrics with more than one output, nbatch_logical below batch_size (which reached the optimizer
+as 0 steps to accumulate) and an optimizer object that updates none of the model's parameters
+(its first step found no gradient)."""
 
 import numpy as np
 import pytest
@@ -98,6 +99,12 @@ _CASES = [  # (id, Python set-up of the file's path -> the call, R set-up, R cal
         lambda p: _fit(nbatch_logical=3),
         f"m <- {_MODEL_R}",
         _FIT_R.format("nbatch_logical = 3"),
+    ),
+    (
+        "fit with another model's optimizer",  # was the first step's "no gradient" StateError
+        lambda p: _fit(optimizer=pg.optimizer_adam(pg.ag_linear(4, 3).parameters())),
+        f"m <- {_MODEL_R}; o <- optimizer_adam(ag_linear(4, 3))",
+        _FIT_R.format("optimizer = o"),
     ),
     (
         "load: another optimizer",  # rebuilt from the config, then the optimizer refused

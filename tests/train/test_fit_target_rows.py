@@ -78,7 +78,8 @@ def test_other_refusals_before_training():
     """validation_data's class ids past the outputs (was the first validation batch's loss
     error, after an epoch of training), a binary model's per-class metric with two outputs
     (refused after the first epoch) and nbatch_logical below batch_size (optimizer_adam's
-    accumulate_steps text): each refused before training, nothing changed."""
+    accumulate_steps text) and another model's optimizer (the first step's StateError): each
+    refused before training, nothing changed."""
     ids = np.array([0, 1, 2, 0, 1] * 2, dtype=float)
     cases = [
         (dict(y=ids, validation_data=(_X, ids + 3)), pg.PyggmlrValueError,
@@ -89,6 +90,9 @@ def test_other_refusals_before_training():
          "[1, n]; the model gives 3 outputs per sample"),
         (dict(y=ids, nbatch_logical=3), pg.PyggmlrValueError,
          "ag_fit: nbatch_logical (3) must be a multiple of batch_size (4)"),
+        (dict(y=ids, optimizer=pg.optimizer_sgd(pg.ag_linear(4, 3).parameters())),
+         pg.PyggmlrValueError, "ag_fit: the optimizer updates none of the model's parameters (its "
+         "2 are not among the model's 6); build it on this model's parameters"),
     ]  # fmt: skip
     for kw, exc, text in cases:
         m = _model()

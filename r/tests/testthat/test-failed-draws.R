@@ -62,7 +62,7 @@ test_that("ag_fit refuses y of other rows than the model's outputs before traini
   expect_identical(ag_state_dict(m), before)  # batch norm's running statistics too
 })
 
-test_that("ag_fit refuses validation ids, binary metrics and nbatch_logical before training", {
+test_that("ag_fit refuses bad validation ids, metrics, nbatch_logical, optimizer first", {
   x <- matrix(1:40 / 40, 4)
   ids <- c(0, 1, 2, 0, 1, 0, 1, 2, 0, 1)
   set.seed(1)
@@ -82,6 +82,13 @@ test_that("ag_fit refuses validation ids, binary metrics and nbatch_logical befo
   expect_error(fit(y = ids, nbatch_logical = 3),
                "ag_fit: nbatch_logical (3) must be a multiple of batch_size (4)", fixed = TRUE,
                class = "pyggmlr_value_error")
+  expect_error(fit(y = ids, optimizer = optimizer_sgd(ag_linear(4, 3))),
+               paste0("ag_fit: the optimizer updates none of the model's parameters (its 2 are ",
+                      "not among the model's 6); build it on this model's parameters"),
+               fixed = TRUE, class = "pyggmlr_value_error")
+  set.seed(11)  # the optimizer's layer drew
+  s0 <- .Random.seed
+  expect_error(fit(y = ids, nbatch_logical = 3), "nbatch_logical (3)", fixed = TRUE)
   expect_identical(.Random.seed, s0)
   expect_identical(ag_state_dict(m), before)
 })
