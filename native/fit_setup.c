@@ -66,8 +66,8 @@ int pg_fit_setup_new(const pg_fit_setup_params *params, pg_fit_setup **out)
                        "has no gradient all-reduce)",
                        OP);
     /* before the optimizer is given nbatch_logical / batch_size steps to accumulate */
-    if (p->nbatch_logical && pg_fit_batches_check(p->batch_size, p->nbatch_logical))
-        return PG_STATUS_ERR_VALUE;
+    const int rc = p->nbatch_logical ? pg_fit_batches_check(p->batch_size, p->nbatch_logical) : 0;
+    if (rc) return rc;
     pg_fit_setup *s = calloc(1, sizeof *s);
     if (s) s->loss = malloc(strlen(p->loss) + 1);
     if (!s || !s->loss) {
