@@ -67,8 +67,8 @@
 # (kind_error FALSE) read as NaN, a bad value
 .arg_as_integer <- function(v, fn, arg, rule, lo = 1, kind_error = TRUE) {
   kind <- is.numeric(v) && !is.factor(v) && length(v) == 1L && length(dim(v)) <= 1L
-  .Call(R_pg_arg_count, fn, arg, if (kind) as.double(v) else NaN, lo, rule, .arg_show(v),
-        kind_error && !kind)
+  .Call(R_pg_arg_count, fn, arg, if (kind) as.double(v) else NaN, lo, rule,
+        function() .arg_show(v), kind_error && !kind)  # the text only for a refusal
 }
 
 # TRUE or FALSE (not "no", 1, NA or a vector)

@@ -36,13 +36,24 @@ SEXP R_pg_arg_num(SEXP fn, SEXP arg, SEXP v, SEXP lo, SEXP hi, SEXP lo_open, SEX
     return R_NilValue;
 }
 
-/* a count truncated as as.integer (pg_arg_count): the integer, or the classed refusal */
+/* a count truncated as as.integer (pg_arg_count): the integer, or the classed refusal. shown:
+ * the text, or a function giving it, called only for a refusal (a good count costs no text:
+ * optimizer_adam in every ag_fit) */
 SEXP R_pg_arg_count(SEXP fn, SEXP arg, SEXP v, SEXP lo, SEXP rule, SEXP shown, SEXP wrong_kind)
 {
     double out = 0;
-    r_check(pg_arg_count(str_or_null(fn), str_or_null(arg), Rf_asReal(v), Rf_asReal(lo),
-                         str_or_null(rule), str_or_null(shown), Rf_asLogical(wrong_kind) == 1,
-                         &out));
+    int wrong = Rf_asLogical(wrong_kind) == 1;
+#define ARG_COUNT(text) pg_arg_count(str_or_null(fn), str_or_null(arg), Rf_asReal(v), \
+                                     Rf_asReal(lo), str_or_null(rule), text, wrong, &out)
+    if (Rf_isFunction(shown)) {
+        if (ARG_COUNT("") == PG_STATUS_OK) return Rf_ScalarInteger((int)out);
+        shown = PROTECT(Rf_eval(PROTECT(Rf_lang1(shown)), R_GlobalEnv));
+        r_check(ARG_COUNT(str_or_null(shown)));
+        UNPROTECT(2);
+    } else {
+        r_check(ARG_COUNT(str_or_null(shown)));
+    }
+#undef ARG_COUNT
     return Rf_ScalarInteger((int)out);
 }
 
