@@ -224,6 +224,21 @@ static void apply_rule(const shape_rule *r, const pj_doc *a, int64_t *st)
     unknown(st);
 }
 
+/* a built-in layer's rule and its normalized arguments (*a, freed by the caller) from object
+ * node o of d; NULL (nothing to free) for a custom type or arguments the table refuses */
+static const shape_rule *leaf(const pj_doc *d, int64_t o, pj_doc *a)
+{
+    int64_t t = d->nodes[o].type == PJ_OBJ ? pj_get(d, o, "type") : -1;
+    char args[PG_LAYER_CONFIG_MAX], why[200];
+    int64_t n = t >= 0 ? pg_layer_builtin_args(d, o, args, sizeof args) : -1;
+    if (n <= 0 || d->nodes[t].type != PJ_STR) return NULL;
+    const char *type = d->pool + d->nodes[t].str;
+    int i = 0;
+    while (i < N_RULES && strcmp(type, RULES[i].type)) i++;
+    if (i == N_RULES || pj_parse(args, n, NULL, a, why, sizeof why)) return NULL;
+    return &RULES[i];
+}
+
 /* object node o of d (a layer's config) on st; sequentials walk their layers */
 static void apply(const pj_doc *d, int64_t o, int64_t *st, int depth)
 {
@@ -238,20 +253,78 @@ static void apply(const pj_doc *d, int64_t o, int64_t *st, int depth)
             apply(d, c, st, depth + 1);
         return;
     }
-    char args[PG_LAYER_CONFIG_MAX];
-    int64_t n = pg_layer_builtin_args(d, o, args, sizeof args);
     pj_doc a;
-    char why[200];
-    if (n <= 0 || pj_parse(args, n, NULL, &a, why, sizeof why)) {
+    const shape_rule *r = leaf(d, o, &a);
+    if (!r) {
         unknown(st); /* a custom type, or arguments the table refuses */
         return;
     }
-    const char *type = d->pool + d->nodes[t].str;
-    int i = 0;
-    while (i < N_RULES && strcmp(type, RULES[i].type)) i++;
-    if (i < N_RULES) apply_rule(&RULES[i], &a, st);
-    else unknown(st);
+    apply_rule(r, &a, st);
     pj_free(&a);
+}
+
+/* the rows per sample layer r (arguments a) takes: exact, or a multiple (*mult) of it; 0 when
+ * its forward takes any (or the rule does not say). how: what the number comes from. */
+static int64_t takes(const shape_rule *r, const pj_doc *a, int *mult, char *how, size_t cap)
+{
+    int64_t img[3], st[4] = {-1, -1, -1, -1};
+    *mult = 0;
+    how[0] = 0;
+    if (!strcmp(r->type, "linear")) return num(a, "in_features", 0);
+    if (!strcmp(r->type, "multihead_attention") || (r->rule == KEEP && r->arg))
+        return num(a, r->arg, 0); /* d_model; the norms' sizes */
+    if (r->rule == RNN) {
+        int64_t in = num(a, "input_size", 0);
+        snprintf(how, cap, " (input_size %lld per time step)", (long long)in);
+        *mult = 1;
+        return in;
+    }
+    if ((r->rule == CONV || r->rule == CONVT) && pj_get(a, 0, "input_shape") >= 0 &&
+        in_image(a, st, r->dims, img)) { /* its forward reads input_shape, not a tag */
+        if (r->dims == 1)
+            snprintf(how, cap, " (input_shape C %lld, L %lld)", (long long)img[0],
+                     (long long)img[2]);
+        else
+            snprintf(how, cap, " (input_shape C %lld, H %lld, W %lld)", (long long)img[0],
+                     (long long)img[1], (long long)img[2]);
+        return image_rows(img) > 0 ? image_rows(img) : 0;
+    }
+    return 0;
+}
+
+int pg_layer_shape_check(const char *fn, int64_t index, int64_t x_rows, const char *text,
+                         int64_t len, int64_t *state)
+{
+    if (!fn || !text || len < 0 || !state || index < 1)
+        return pg_fail(PG_STATUS_ERR_ARG, "pg_layer_shape_check(): bad arguments");
+    pj_doc d, a;
+    char why[200], how[96];
+    const shape_rule *r = NULL;
+    if (state[0] >= 0 && !pj_parse(text, len, NULL, &d, why, sizeof why)) {
+        r = leaf(&d, 0, &a); /* a sequential's text, a custom type: not checked */
+        pj_free(&d);
+    }
+    if (r) {
+        int mult;
+        int64_t need = takes(r, &a, &mult, how, sizeof how), got = state[0];
+        pj_free(&a);
+        if (need > 0 && (mult ? got == 0 || got % need : got != need)) {
+            const char *m = mult ? "a multiple of " : "", *s = need == 1 && !mult ? "" : "s";
+            if (index == 1)
+                return pg_fail(PG_STATUS_ERR_SHAPE,
+                               "%s: x has %lld row%s but the model's first layer (%s) takes "
+                               "%s%lld input%s per sample%s; x is [features, n], one column per "
+                               "sample",
+                               fn, (long long)got, got == 1 ? "" : "s", r->type, m, (long long)need,
+                               s, how);
+            return pg_fail(PG_STATUS_ERR_SHAPE,
+                           "%s: the model's layer %lld (%s) takes %s%lld input%s per sample%s "
+                           "but the layers before it give %lld (x has %lld row%s)",
+                           fn, (long long)index, r->type, m, (long long)need, s, how,
+                           (long long)got, (long long)x_rows, x_rows == 1 ? "" : "s");
+        }
+    }
+    return pg_layer_shape(text, len, state);
 }
 
 int pg_layer_shape_known(const char *type)

@@ -19,6 +19,20 @@ enum { PG_SHAPE_STATE = 4 };
  * the text: summary() prints for any model; PG_STATUS_ERR_ARG only for NULL pointers. */
 int pg_layer_shape(const char *text, int64_t len, int64_t *state);
 
+/* ag_fit's check of its input against one layer of the model, before training: as
+ * pg_layer_shape (the state after the layer), but first, when state[0] (the rows the layer
+ * gets) is known and text is a built-in layer that says what its forward takes (linear:
+ * in_features; batch_norm / layer_norm / normalization: their size; multihead_attention:
+ * d_model; lstm / gru / rnn: a multiple of input_size; a convolution with input_shape: its
+ * C * H * W), rows it would refuse are PG_STATUS_ERR_SHAPE, the state left as it was. The text
+ * names fn and the layer: index its 1-based position among the layers walked, x_rows the
+ * model's input rows ("ag_fit: x has 5 rows but the model's first layer (linear) takes 4
+ * inputs per sample; ..."; a later layer: "... layer 3 (linear) takes 7 inputs per sample but
+ * the layers before it give 8 (x has 4 rows)"). The front ends call it only for their own
+ * built-in layers (a custom one's config may claim a type its forward does not keep to). */
+int pg_layer_shape_check(const char *fn, int64_t index, int64_t x_rows, const char *text,
+                         int64_t len, int64_t *state);
+
 /* The output-shape label of state[4]: "?" (rows unknown), "[10 x batch]", or with the image
  * shape "[1024 x batch] (16, 8, 8)". As pg_fit_history_format: at most cap bytes (NUL
  * included) to buf, NULL to measure; returns the length the whole text needs, or -status. */

@@ -123,7 +123,10 @@ def ag_fit(
     model's outputs when its layers say them, as R's factor levels (the same text). y's rows
     for the other built-in losses (and a one-hot y) and for the metrics mae / mse / rmse / r2
     must be those outputs too, and validation_data's class ids below them, refused before
-    training. A fit refused before training changes nothing, the random stream included.
+    training. So are x's rows against the model's built-in layers (linear: in_features; the
+    norms and attention: their size; recurrent layers: a multiple of input_size; a convolution
+    with input_shape: its C * H * W; up to the first custom layer): a ShapeError naming the
+    layer. A fit refused before training changes nothing, the random stream included.
     optimizer: "adamw" (optimizer_adam with decoupled weight decay, default 0 as in ggml),
     "sgd", or an optimizer object built on the model's parameters, or some of them (lr is then
     ignored; ag_fit sets its accumulate_steps to nbatch_logical / batch_size); one that updates
@@ -231,10 +234,10 @@ def ag_fit(
     if classes is not None:  # missing labels, then the loss (a callable refused as R's)
         check_labels(y, classes, loss_name)
     Y = None if y is None else _as_cols(y, "y")
-    nclass = -1  # class_weight's classes: the core's (the outputs, else the labels' count)
-    if Y is not None:  # the samples agree (else a row-major hint), the classes fit the outputs
-        nlabels = len(classes) if classes else -1
-        nclass = _check_targets(X, Y, classify, model, nlabels, loss_code, mcodes, data.yv)
+    # the samples agree (else a row-major hint), x's rows fit the layers, the classes and y's
+    # rows the outputs; nclass: class_weight's classes (the outputs, else the labels' count)
+    nlabels = len(classes) if classes else -1
+    nclass = _check_targets(X, Y, classify, model, nlabels, loss_code, mcodes, data.yv)
     n, val_split = data.join(X, Y, val_split)  # validation_data's columns last, in the plan
 
     params = _params(model)

@@ -15,7 +15,7 @@ from .._host import HostValues, dims
 from ..errors import ArgumentError
 from ..graph.compile import ag_compile
 from ..nn import modules as nn
-from ..nn.summary import _out_rows  # the core's shape rules (R's .out_rows)
+from ..nn.summary import _config_json, _layer_state  # the core's shape rules (R's)
 from ..random import Generator
 from ..tape import ag_no_grad, with_grad_tape
 from ..tensor import Tensor, _wrap, ag_default_dtype
@@ -229,6 +229,34 @@ class _StaticSteps:
         return eager, replay
 
 
+def _input_rows(model: Any, rows: int, fn: str = "ag_fit") -> Any:
+    """x's rows against the model's built-in layers, before training: the first layer whose
+    forward would refuse the rows it gets is a ShapeError now, not in the first batch's forward
+    after batch norm and dropout have run (the core's rule and text, pg_layer_shape_check, as
+    R's .fit_input_rows). The walk stops checking at the first layer that is not built-in (a
+    custom layer, a sequential with its own forward). Returns the model's output rows per
+    sample (None: unknown), the summary's."""
+    st = ffi.new("int64_t[4]", [rows, -1, -1, -1])
+    walk = {"i": 0, "checked": True}
+
+    def visit(layer):
+        own = getattr(type(layer), "forward", None) is nn.ag_sequential.forward
+        if own and "forward" not in vars(layer):
+            for sub in layer.layers:
+                visit(sub)
+            return
+        walk["i"] += 1
+        text = _config_json(layer) if walk["checked"] and type(layer) in _BUILTIN_CLASSES else None
+        if text is None:
+            walk["checked"] = False
+            _layer_state(layer, st)
+            return
+        check(lib.pg_layer_shape_check(fn.encode(), walk["i"], rows, text, len(text), st))
+
+    visit(model)
+    return None if st[0] < 0 else int(st[0])
+
+
 def _check_targets(
     X: Any,
     Y: Any,
@@ -239,14 +267,20 @@ def _check_targets(
     metrics=(),
     yv=None,
 ) -> int:
-    """y's samples against x's, then cross_entropy ids [1, n] against the model's outputs when its
+    """y's samples against x's (Y None: no targets), then x's rows against the model's built-in
+    layers (_input_rows), then cross_entropy ids [1, n] against the model's outputs when its
     structure says them, and labels' classes (nlabels: a Categorical's categories, unused ones
     too, or the distinct strings; -1: not labels) equal to them, as R's factor levels; then y's
     rows, the metrics and validation_data's ids yv against those outputs for the built-in loss
     `loss` (the core's code, -1: a function): the core's rules and texts (pg_fit_targets,
-    pg_fit_outputs_check, as R's), all before the first forward. Returns class_weight's classes
-    (the core's: the outputs when known, else nlabels, else -1)."""
-    k = _out_rows(model, X.shape[0])
+    pg_fit_outputs_check, as R's .fit_targets), all before the first forward. Returns
+    class_weight's classes (the core's: the outputs when known, else nlabels, else -1)."""
+    if Y is not None:  # the samples first: a row-major x gets its hint, not a layer's refusal
+        check(lib.pg_fit_targets(*X.shape, *Y.shape, NULL, lib.PG_FIT_CLASSIFY_NONE, -1, -1, 0,
+                                 b"x.T", b"y.T", NULL))  # fmt: skip
+    k = _input_rows(model, X.shape[0])
+    if Y is None:
+        return -1
     v = np.asfortranarray(Y, dtype=np.float64)
     nclass = ffi.new("int64_t *")
     argmax = -1 if k is None or classify != lib.PG_FIT_CLASSIFY_ARGMAX else k

@@ -72,13 +72,6 @@ def _layer_state(layer: Any, st: Any) -> None:
     check(lib.pg_layer_shape(text, len(text), st))
 
 
-def _out_rows(layer: Any, rows_in: Optional[int]) -> Optional[int]:
-    """The rows out of layer given the rows in (None: unknown), as R's .out_rows."""
-    st = ffi.new("int64_t[4]", [-1 if rows_in is None else int(rows_in), -1, -1, -1])
-    _layer_state(layer, st)
-    return None if st[0] < 0 else int(st[0])
-
-
 def _shape_label(st: Any) -> str:
     buf = ffi.new("char[]", 160)
     n = lib.pg_layer_shape_label(st, buf, len(buf))

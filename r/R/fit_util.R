@@ -56,15 +56,20 @@
 # its layer configs; 1-based ids get R's hint) and a factor's levels
 .fit_targets <- function(y, loss, X, classify, model, code = NULL, metrics = integer(),
                          yv = NULL) {
-  if (is.null(y)) return(list(Y = NULL))
+  if (is.null(y)) {  # x's rows against the layers all the same
+    .fit_input_rows(model, nrow(X))
+    return(list(Y = NULL))
+  }
   lev <- if (is.factor(y)) levels(y)
   if (is.factor(y)) {  # levels in order -> 0-based class ids; missing labels, then the loss
     y <- as.integer(y) - 1L
     .Call(R_pg_fit_labels_check, loss, length(lev), y)  # the core's rules and texts
   }
   Y <- .fit_cols(y, "y")
-  k <- tryCatch(.out_rows(model, nrow(X), all = TRUE), error = function(e)
-    tryCatch(.out_rows(model, nrow(X)), error = function(e) NA_integer_))
+  # the samples first (a row-major x gets its hint, not a layer's refusal), then x's rows
+  # against the layers, whose outputs k the classes and y's rows are checked against
+  .Call(R_pg_fit_targets, dim(X), Y, 0L, NULL, NULL)
+  k <- .fit_input_rows(model, nrow(X))
   # and the classes for class_weight's check (the outputs when known, else the levels')
   nclass <- .Call(R_pg_fit_targets, dim(X), Y, classify, if (classify == 1L) k,
                   if (!is.null(lev)) length(lev))
@@ -74,6 +79,31 @@
   .Call(R_pg_fit_outputs_check, if (is.null(code)) -1L else code, as.integer(metrics), nrow(Y),
         if (ids) as.double(yv) else double(), k)
   list(Y = Y, levels = lev, classes = nclass)
+}
+
+# x's rows against the model's built-in layers, before training: the first layer whose forward
+# would refuse the rows it gets is a classed shape error now, not in the first batch's forward
+# after batch norm and dropout have run (the core's rule and text, pg_layer_shape_check, as
+# Python's _input_rows). The checks stop at the first layer that is not built-in (a custom
+# layer, a sequential with its own forward). The model's output rows per sample (NA: unknown).
+.fit_input_rows <- function(model, rows, fn = "ag_fit") {
+  w <- new.env(parent = emptyenv())
+  w$i <- 0L
+  w$checked <- TRUE
+  visit <- function(l, st) {
+    if (inherits(l, "ag_sequential") && is.function(l$forward) &&
+        identical(body(l$forward), .SEQ_FORWARD)) {
+      for (s in l$layers) st <- visit(s, st)
+      return(st)
+    }
+    w$i <- w$i + 1L
+    cfg <- tryCatch(if (is.function(l[["to_config"]])) .cfg_json(l[["to_config"]]()),
+                    error = function(e) NULL)
+    w$checked <- w$checked && !is.null(cfg) && .builtin_model(l)
+    .Call(R_pg_layer_shape, cfg, st, if (w$checked) list(fn, w$i, rows))
+  }
+  r <- visit(model, c(as.double(rows), -1, -1, -1))[[1L]]
+  if (r < 0) NA_integer_ else as.integer(r)
 }
 
 # (fn, name): a function as given, else the core's loss of that name (native/fit_loss.c)

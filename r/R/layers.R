@@ -317,6 +317,15 @@ ag_multihead_attention <- function(d_model, n_heads, dropout = 0.0, bias = TRUE)
   list()
 }
 
+# a sequential's forward: each layer's in order (ag_fit's input check walks the layers of a
+# sequential whose forward this still is: .SEQ_FORWARD)
+.seq_forward <- function(e) function(x) {
+  # .subset2: `$` on a classed layer looks for a method first (5x the time, ag_fit's hot path)
+  for (l in .subset2(e, "layers")) x <- .subset2(l, "forward")(x)
+  x
+}
+.SEQ_FORWARD <- body(.seq_forward(NULL))
+
 ag_sequential <- function(...) {
   layers <- list(...)
   # one plain list of layers (but not a single ag_linear, which is itself a list)
@@ -336,11 +345,7 @@ ag_sequential <- function(...) {
   }
   e <- .layer("sequential", "sequential")
   e$layers <- layers
-  e$forward <- function(x) {
-    # .subset2: `$` on a classed layer looks for a method first (5x the time, ag_fit's hot path)
-    for (l in .subset2(e, "layers")) x <- .subset2(l, "forward")(x)
-    x
-  }
+  e$forward <- .seq_forward(e)
   # the layers' parameters (or buffers) in order, named layer<i>_<name>
   per_layer <- function(get) {
     out <- list()

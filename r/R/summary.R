@@ -17,25 +17,7 @@
   }
   cfg <- tryCatch(if (is.function(l[["to_config"]])) .cfg_json(l[["to_config"]]()),
                   error = function(e) NULL)
-  .Call(R_pg_layer_shape, cfg, as.double(st))
-}
-
-# the rows out of a layer given the rows in (NA: unknown); fit_hints.R's question. all: the
-# walk with no tryCatch per layer (ag_fit's first try, under one of its own), which fails where
-# a layer's config does; else each layer's failing config counts as unknown (.layer_state)
-.out_rows <- function(l, rows_in, all = FALSE) {
-  st <- c(if (is.na(rows_in)) -1 else as.double(rows_in), -1, -1, -1)
-  rows <- (if (all) .layer_state_all(l, st) else .layer_state(l, st))[[1L]]
-  if (rows < 0) NA_integer_ else as.integer(rows)
-}
-
-.layer_state_all <- function(l, st) {
-  if (inherits(l, "ag_sequential")) {
-    for (s in l$layers) st <- .layer_state_all(s, st)
-    return(st)
-  }
-  f <- l[["to_config"]]
-  .Call(R_pg_layer_shape, if (is.function(f)) .cfg_json(f()), as.double(st))
+  .Call(R_pg_layer_shape, cfg, as.double(st), NULL)
 }
 
 # "[rows x batch]", and the image shape in torch order after it where the layer knows it

@@ -222,7 +222,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_layer_types", (DL_FUNC)&R_pg_layer_types, 0},
     {"R_pg_layer_register_check", (DL_FUNC)&R_pg_layer_register_check, 2},
     {"R_pg_layer_arg_fail", (DL_FUNC)&R_pg_layer_arg_fail, 3},
-    {"R_pg_layer_shape", (DL_FUNC)&R_pg_layer_shape, 2},
+    {"R_pg_layer_shape", (DL_FUNC)&R_pg_layer_shape, 3},
     {"R_pg_cfg_json", (DL_FUNC)&R_pg_cfg_json, 2},
     {"R_pg_to_json", (DL_FUNC)&R_pg_to_json, 2},
     {"R_pg_layer_shape_label", (DL_FUNC)&R_pg_layer_shape_label, 1},

@@ -43,8 +43,9 @@ SEXP R_pg_arg_count(SEXP fn, SEXP arg, SEXP v, SEXP lo, SEXP rule, SEXP shown, S
 {
     double out = 0;
     int wrong = Rf_asLogical(wrong_kind) == 1;
-#define ARG_COUNT(text) pg_arg_count(str_or_null(fn), str_or_null(arg), Rf_asReal(v), \
-                                     Rf_asReal(lo), str_or_null(rule), text, wrong, &out)
+#define ARG_COUNT(text)                                                                            \
+    pg_arg_count(str_or_null(fn), str_or_null(arg), Rf_asReal(v), Rf_asReal(lo),                   \
+                 str_or_null(rule), text, wrong, &out)
     if (Rf_isFunction(shown)) {
         if (ARG_COUNT("") == PG_STATUS_OK) return Rf_ScalarInteger((int)out);
         shown = PROTECT(Rf_eval(PROTECT(Rf_lang1(shown)), R_GlobalEnv));

@@ -209,7 +209,7 @@ extern SEXP R_pg_layer_config(SEXP, SEXP, SEXP);
 extern SEXP R_pg_layer_types(void);
 extern SEXP R_pg_layer_register_check(SEXP, SEXP);
 extern SEXP R_pg_layer_arg_fail(SEXP, SEXP, SEXP);
-extern SEXP R_pg_layer_shape(SEXP, SEXP);
+extern SEXP R_pg_layer_shape(SEXP, SEXP, SEXP);
 extern SEXP R_pg_cfg_json(SEXP, SEXP);
 extern SEXP R_pg_to_json(SEXP, SEXP);
 extern SEXP R_pg_layer_shape_label(SEXP);

@@ -196,9 +196,81 @@ static void test_print_text(void)
               "pg_layer_print_text");
 }
 
+/* ag_fit's input check (pg_layer_shape_check): rows a built-in layer's forward refuses are a
+ * shape error naming the layer, the state left as it was; anything else is pg_layer_shape */
+static int chk(int64_t index, int64_t x_rows, const char *text)
+{
+    return pg_layer_shape_check("ag_fit", index, x_rows, text, (int64_t)strlen(text), st);
+}
+static int said(const char *want)
+{
+    int ok = !strcmp(pg_last_error(), want);
+    pg_clear_error();
+    return ok;
+}
+
+static void test_check(void)
+{
+    const char *lin = "{\"type\": \"linear\", \"in_features\": 4, \"out_features\": 8}";
+    set(5, -1, -1, -1);
+    CHECK(chk(1, 5, lin) == PG_STATUS_ERR_SHAPE && is(5, -1, -1, -1) &&
+          said("ag_fit: x has 5 rows but the model's first layer (linear) takes 4 inputs per "
+               "sample; x is [features, n], one column per sample"));
+    set(4, -1, -1, -1);
+    CHECK(!chk(1, 4, lin) && is(8, -1, -1, -1)); /* the rows it takes: pg_layer_shape's state */
+    set(1, -1, -1, -1);
+    CHECK(chk(2, 1, "{\"type\": \"batch_norm\", \"num_features\": 1}") == 0 && is(1, -1, -1, -1));
+    CHECK(chk(3, 1, "{\"type\": \"layer_norm\", \"normalized_shape\": 2}") == PG_STATUS_ERR_SHAPE &&
+          said("ag_fit: the model's layer 3 (layer_norm) takes 2 inputs per sample but the "
+               "layers before it give 1 (x has 1 row)"));
+    const char *lstm = "{\"type\": \"lstm\", \"input_size\": 3, \"hidden_size\": 5}";
+    set(6, -1, -1, -1);
+    CHECK(!chk(1, 6, lstm) && is(5, -1, -1, -1)); /* two time steps */
+    set(7, -1, -1, -1);
+    CHECK(chk(1, 7, lstm) == PG_STATUS_ERR_SHAPE &&
+          said("ag_fit: x has 7 rows but the model's first layer (lstm) takes a multiple of 3 "
+               "inputs per sample (input_size 3 per time step); x is [features, n], one column "
+               "per sample"));
+    set(0, -1, -1, -1);
+    CHECK(chk(1, 0, lstm) == PG_STATUS_ERR_SHAPE); /* 0 is a multiple, but no time step */
+    pg_clear_error();
+    const char *conv = "{\"type\": \"conv2d\", \"in_channels\": 3, \"out_channels\": 4, "
+                       "\"kernel_size\": 3, \"input_shape\": [3, 4, 4]}";
+    set(50, -1, -1, -1);
+    CHECK(chk(1, 50, conv) == PG_STATUS_ERR_SHAPE &&
+          said("ag_fit: x has 50 rows but the model's first layer (conv2d) takes 48 inputs per "
+               "sample (input_shape C 3, H 4, W 4); x is [features, n], one column per sample"));
+    set(48, -1, -1, -1);
+    CHECK(!chk(1, 48, conv) && is(16, 4, 2, 2));
+    /* what the check cannot know passes: unknown rows, a convolution without input_shape (its
+     * input's image decides), layers whose forward takes any rows, custom types, sequentials */
+    set(-1, -1, -1, -1);
+    CHECK(!chk(1, 9, lin) && is(8, -1, -1, -1));
+    set(50, -1, -1, -1);
+    CHECK(!chk(1, 50,
+               "{\"type\": \"conv2d\", \"in_channels\": 3, \"out_channels\": 4, "
+               "\"kernel_size\": 1}"));
+    set(7, -1, -1, -1);
+    CHECK(!chk(1, 7, "{\"type\": \"dropout\", \"rate\": 0.5}") && is(7, -1, -1, -1));
+    CHECK(!chk(1, 7, "{\"type\": \"embedding\", \"vocab_size\": 10, \"dim\": 4}"));
+    set(7, -1, -1, -1);
+    CHECK(!chk(1, 7, "{\"type\": \"mine\", \"in_features\": 4}") && is(-1, -1, -1, -1));
+    set(7, -1, -1, -1);
+    CHECK(!chk(1, 7,
+               "{\"type\": \"sequential\", \"layers\": [{\"type\": \"linear\", "
+               "\"in_features\": 4, \"out_features\": 2}]}") &&
+          is(2, -1, -1, -1));
+    CHECK(!chk(1, 7, "not json") && is(-1, -1, -1, -1));
+    CHECK_ERR(pg_layer_shape_check(NULL, 1, 4, lin, 3, st) == PG_STATUS_ERR_ARG, PG_STATUS_ERR_ARG,
+              "pg_layer_shape_check");
+    CHECK(pg_layer_shape_check("ag_fit", 0, 4, lin, 3, st) == PG_STATUS_ERR_ARG);
+    pg_clear_error();
+}
+
 void test_layer_shape(void)
 {
     test_rules();
+    test_check();
     test_table();
     test_print_text();
 }

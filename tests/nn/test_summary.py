@@ -223,16 +223,16 @@ def test_thousands_and_unicode_widths():
 
 
 def test_fit_hint_reads_the_core_rows():
-    from pyggmlr.fit.util import _out_rows
+    from pyggmlr.fit.util import _input_rows
 
     r = pg.ag_sequential(pg.ag_lstm(3, 5, return_sequences=True), pg.ag_linear(10, 4))
-    assert _out_rows(r[0], 6) == 10 and _out_rows(r, 6) == 4 and _out_rows(r[0], None) is None
+    assert _input_rows(r[0], 6) == 10 and _input_rows(r, 6) == 4 and _input_rows(r[0], -1) is None
 
     class Same:
         def forward(self, x):
             return x
 
-    assert _out_rows(pg.ag_sequential(pg.ag_linear(2, 3), Same()), 2) is None
+    assert _input_rows(pg.ag_sequential(pg.ag_linear(2, 3), Same()), 2) is None
     for bad in (7, None, pg.ag_tensor([[1.0]])):  # not models: refused, naming the kind
         with pytest.raises(
             pg.ArgumentError, match=f"^summary: model must be .* got {type(bad).__name__}$"

@@ -5,7 +5,8 @@ initial weights) before checking the file's optimizer state and names against it
 ag_module_from_config built the layers before a later one's refusal. In both languages the stream
 now ends where it began, so the next draw is the one the script would make without the failed
 call, and the two languages refuse alike. ag_fit also checks before training what it refused only
-once training had begun: y's rows against the model's outputs for a built-in loss or a metric
+once training had begun: x's rows against the model's built-in layers, y's rows against the
+model's outputs for a built-in loss or a metric
 that compares element by element, validation_data's class ids, a binary model's per-class
 metrics with more than one output, nbatch_logical below batch_size (which reached the optimizer
 as 0 steps to accumulate) and an optimizer object that updates none of the model's parameters
@@ -37,6 +38,12 @@ def _model():
 def _fit(y=_Y, **kw):
     m = _model()
     return lambda: pg.ag_fit(m, _X, y, nepoch=1, batch_size=4, silent=True, **kw)
+
+
+def _fit_layers(layers, x=_X):
+    """ag_fit of a sequential of layers() on x (the layers built before the seed is set)."""
+    m = pg.ag_sequential(*layers())
+    return lambda: pg.ag_fit(m, x, _Y, nepoch=1, batch_size=4, silent=True)
 
 
 def _load(**kw):
@@ -105,6 +112,26 @@ _CASES = [  # (id, Python set-up of the file's path -> the call, R set-up, R cal
         lambda p: _fit(optimizer=pg.optimizer_adam(pg.ag_linear(4, 3).parameters())),
         f"m <- {_MODEL_R}; o <- optimizer_adam(ag_linear(4, 3))",
         _FIT_R.format("optimizer = o"),
+    ),
+    (
+        "fit x of 5 rows for a 4-input model",  # was the first batch's ag_linear error
+        lambda p: _fit_layers(lambda: _model().layers, np.vstack([_X, _X[:1]])),
+        f"m <- {_MODEL_R}",
+        "ag_fit(m, rbind(x, x[1, ]), y, nepoch = 1, batch_size = 4, silent = TRUE)",
+    ),
+    (
+        "fit dropout then a batch norm of other rows",  # dropout drew, then batch norm refused
+        lambda p: _fit_layers(
+            lambda: [pg.ag_dropout(0.5), pg.ag_batch_norm(5), pg.ag_linear(5, 3)]
+        ),
+        "m <- ag_sequential(ag_dropout(0.5), ag_batch_norm(5), ag_linear(5, 3))",
+        "ag_fit(m, x, y, nepoch = 1, batch_size = 4, silent = TRUE)",
+    ),
+    (
+        "fit lstm rows not a multiple of input_size",
+        lambda p: _fit_layers(lambda: [pg.ag_lstm(3, 5), pg.ag_linear(5, 3)]),
+        "m <- ag_sequential(ag_lstm(3, 5), ag_linear(5, 3))",
+        "ag_fit(m, x, y, nepoch = 1, batch_size = 4, silent = TRUE)",
     ),
     (
         "load: another optimizer",  # rebuilt from the config, then the optimizer refused

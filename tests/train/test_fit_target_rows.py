@@ -105,3 +105,88 @@ def test_other_refusals_before_training():
         for part in ("parameters", "buffers"):
             assert all(np.array_equal(after[part][k], v) for k, v in before[part].items())
         assert np.array_equal(pg.random.get_state(), state)
+
+
+_FIRST = (
+    "ag_fit: x has {} rows but the model's first layer ({}) takes {} per sample{}; x is "
+    "[features, n], one column per sample"
+)
+
+
+@pytest.mark.parametrize(
+    "layers, rows, text",
+    [
+        (lambda: [pg.ag_linear(4, 3)], 5, _FIRST.format(5, "linear", "4 inputs", "")),
+        (lambda: [pg.ag_batch_norm(4), pg.ag_linear(4, 3)], 3,
+         _FIRST.format(3, "batch_norm", "4 inputs", "")),
+        (lambda: [pg.ag_lstm(3, 5), pg.ag_linear(5, 3)], 7,
+         _FIRST.format(7, "lstm", "a multiple of 3 inputs", " (input_size 3 per time step)")),
+        (lambda: [pg.ag_conv2d(3, 2, 3, input_shape=(3, 4, 4)), pg.ag_flatten(),
+                  pg.ag_linear(8, 3)], 50,
+         _FIRST.format(50, "conv2d", "48 inputs", " (input_shape C 3, H 4, W 4)")),
+        (lambda: [pg.ag_dropout(0.5), pg.ag_batch_norm(4), pg.ag_linear(4, 3)], 5,
+         "ag_fit: the model's layer 2 (batch_norm) takes 4 inputs per sample but the layers "
+         "before it give 5 (x has 5 rows)"),
+        (lambda: [pg.ag_linear(4, 8), pg.ag_sequential(pg.ag_layer_norm(7)), pg.ag_linear(7, 3)], 4,
+         "ag_fit: the model's layer 2 (layer_norm) takes 7 inputs per sample but the layers "
+         "before it give 8 (x has 4 rows)"),
+        (lambda: [pg.ag_linear(4, 6), pg.ag_multihead_attention(4, 2), pg.ag_linear(4, 3)], 4,
+         "ag_fit: the model's layer 2 (multihead_attention) takes 4 inputs per sample but the "
+         "layers before it give 6 (x has 4 rows)"),
+    ],
+)  # fmt: skip
+def test_x_rows_refused_before_training(layers, rows, text):
+    """x's rows against the built-in layers (pg_layer_shape_check): the layer whose forward would
+    refuse them is named before training, where the first batch's forward refused them after
+    dropout had drawn and batch norm had moved its running statistics; nothing changes."""
+    pg.ggml_set_seed(1)
+    m = pg.ag_sequential(*layers())
+    x = np.linspace(-1, 1, rows * 6).reshape(rows, 6)
+    y = np.array([0, 1, 2, 0, 1, 2.0])
+    before = m.state_dict()
+    state = pg.random.get_state()
+    with pytest.raises(pg.ShapeError) as e:
+        pg.ag_fit(m, x, y, nepoch=1, batch_size=3, silent=True)
+    assert str(e.value) == text
+    after = m.state_dict()
+    for part in ("parameters", "buffers"):
+        assert all(np.array_equal(after[part][k], v) for k, v in before[part].items())
+    assert np.array_equal(pg.random.get_state(), state)
+    # the refusal is the forward's own: those rows fail in the layers (never a false refusal)
+    with pytest.raises(pg.ShapeError):
+        pg.ag_eval(m)
+        m.forward(pg.ag_tensor(x))
+
+
+def test_x_rows_that_fit_train_and_custom_layers_stop_the_checks():
+    """Rows each layer takes train (two LSTM time steps, an image of input_shape); a custom layer,
+    or a sequential with its own forward, ends the checks: what it gives is unknown."""
+    y = np.array([0, 1, 2, 0, 1, 2.0])
+    for layers, rows in [
+        ([pg.ag_lstm(3, 5), pg.ag_linear(5, 3)], 6),
+        ([pg.ag_conv2d(3, 2, 3, input_shape=(3, 4, 4)), pg.ag_flatten(), pg.ag_linear(8, 3)], 48),
+    ]:
+        h = pg.ag_fit(pg.ag_sequential(*layers), np.ones((rows, 6)), y, nepoch=1, batch_size=3,
+                      silent=True)  # fmt: skip
+        assert np.isfinite(h.loss[0])
+
+    class Widen(pg.Module):  # 5 rows in, 4 out: the linear after it gets what it takes
+        def forward(self, x):
+            return x[:4, :]
+
+        def to_config(self):  # a claim its forward does not keep to: not trusted
+            return {"type": "linear", "in_features": 5, "out_features": 5}
+
+    m = pg.ag_sequential(Widen(), pg.ag_linear(4, 3))
+    assert np.isfinite(
+        pg.ag_fit(m, np.ones((5, 6)), y, nepoch=1, batch_size=3, silent=True).loss[0]
+    )
+
+    class Head(pg.ag_sequential):  # its own forward: its layers are not walked
+        def forward(self, x):
+            return self.layers[0].forward(x[:4, :])
+
+    m = Head(pg.ag_linear(4, 3))
+    assert np.isfinite(
+        pg.ag_fit(m, np.ones((5, 6)), y, nepoch=1, batch_size=3, silent=True).loss[0]
+    )

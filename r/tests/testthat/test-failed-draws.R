@@ -92,3 +92,40 @@ test_that("ag_fit refuses bad validation ids, metrics, nbatch_logical, optimizer
   expect_identical(.Random.seed, s0)
   expect_identical(ag_state_dict(m), before)
 })
+
+test_that("ag_fit refuses x of rows a built-in layer would refuse, before training", {
+  # (pg_layer_shape_check, Python's texts: tests/train/test_fit_target_rows.py)
+  y <- c(0, 1, 2, 0, 1, 2)
+  first <- paste0("ag_fit: x has %d rows but the model's first layer (%s) takes %s per ",
+                  "sample%s; x is [features, n], one column per sample")
+  for (case in list(
+    list(function() list(ag_linear(4, 3)), 5L, sprintf(first, 5L, "linear", "4 inputs", "")),
+    list(function() list(ag_lstm(3, 5), ag_linear(5, 3)), 7L,
+         sprintf(first, 7L, "lstm", "a multiple of 3 inputs", " (input_size 3 per time step)")),
+    list(function() list(ag_conv2d(3, 2, 3, input_shape = c(3, 4, 4)), ag_flatten(),
+                         ag_linear(8, 3)), 50L,
+         sprintf(first, 50L, "conv2d", "48 inputs", " (input_shape C 3, H 4, W 4)")),
+    list(function() list(ag_dropout(0.5), ag_batch_norm(4), ag_linear(4, 3)), 5L,
+         paste0("ag_fit: the model's layer 2 (batch_norm) takes 4 inputs per sample but the ",
+                "layers before it give 5 (x has 5 rows)")))) {
+    set.seed(1)
+    m <- ag_sequential(case[[1]]())
+    before <- ag_state_dict(m)
+    x <- matrix(seq(-1, 1, length.out = case[[2]] * 6), case[[2]])
+    s0 <- .Random.seed
+    expect_error(ag_fit(m, x, y, nepoch = 1, batch_size = 3, silent = TRUE), case[[3]],
+                 fixed = TRUE, class = "pyggmlr_shape_error")
+    expect_identical(.Random.seed, s0)  # no split, shuffle or dropout mask drawn
+    expect_identical(ag_state_dict(m), before)  # batch norm's running statistics too
+    ag_eval(m)  # the refusal is the forward's own: never a false one
+    expect_error(m$forward(ag_tensor(x)), class = "pyggmlr_shape_error")
+  }
+  # rows that fit train; a sequential whose forward is its own is not walked
+  h <- ag_fit(ag_sequential(ag_lstm(3, 5), ag_linear(5, 3)), matrix(1, 6, 6), y, nepoch = 1,
+              batch_size = 3, silent = TRUE)
+  expect_true(is.finite(h$loss[[1]]))
+  m <- ag_sequential(ag_linear(4, 3))
+  m$forward <- function(x) m$layers[[1]]$forward(ag_tensor(x$data[1:4, , drop = FALSE]))
+  h <- ag_fit(m, matrix(1, 5, 6), y, nepoch = 1, batch_size = 3, silent = TRUE)
+  expect_true(is.finite(h$loss[[1]]))
+})

@@ -137,8 +137,8 @@ test_that("the glue's config writer gives R's former writer's JSON values", {
     cfg <- l$to_config()
     same(cfg)
     st <- c(-1, -1, -1, -1)
-    expect_identical(.Call(pyggmlr:::R_pg_layer_shape, fast(cfg), st),
-                     .Call(pyggmlr:::R_pg_layer_shape, ref_cfg(cfg), st))
+    expect_identical(.Call(pyggmlr:::R_pg_layer_shape, fast(cfg), st, NULL),
+                     .Call(pyggmlr:::R_pg_layer_shape, ref_cfg(cfg), st, NULL))
   }
 })
 

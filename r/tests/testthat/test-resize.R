@@ -277,6 +277,7 @@ test_that("summary() shows the rows and image shapes of image layers (torch's si
                                                   return_sequences = TRUE), ag_gru(10L, 4L))
   expect_identical(summary(r)$layers$output_shape, c("[12 x batch]", "[40 x batch]",
                                                      "[4 x batch]"))
-  expect_identical(pyggmlr:::.out_rows(r, 4L), 4L)
-  expect_identical(pyggmlr:::.out_rows(ag_sequential(list(forward = identity)), 4L), NA_integer_)
+  expect_identical(pyggmlr:::.fit_input_rows(r, 4L), 4L)
+  expect_identical(pyggmlr:::.fit_input_rows(ag_sequential(list(forward = identity)), 4L),
+                   NA_integer_)
 })
