@@ -11,11 +11,11 @@ import numpy as np
 from .. import _core
 from .._args import as_float, check_int, plain
 from .._core import ffi, lib
-from ..errors import ArgumentError
+from ..errors import ArgumentError, ShapeError
 from ..io.check import model_target
 from ..tape import ag_no_grad
 from ..tensor import ag_tensor
-from .util import _as_cols, _forward, _forward_fail, _model_dtype, _set_mode
+from .util import _as_cols, _forward, _forward_fail, _input_rows, _model_dtype, _set_mode
 
 __all__: List[str] = ["ag_predict", "ag_accuracy"]
 
@@ -35,7 +35,8 @@ def ag_predict(
     with string labels or a file that keeps them) when it has them, else 0-based class ids.
     loss: how the outputs are read, one of ag_fit's loss names; None (default): the loss ag_fit
     trained the model with (its loss_ attribute, kept in model files). A model without a known
-    classifier loss refuses "prob" and "class" (PyggmlrValueError saying how to give loss=)."""
+    classifier loss refuses "prob" and "class" (PyggmlrValueError saying how to give loss=).
+    x of rows a built-in layer refuses: a ShapeError naming that layer, as ag_fit's."""
     fn = "ag_predict"
     kind = ffi.new("int *")
     shown = f"{type!r:.60}".encode("utf-8", "replace")
@@ -96,6 +97,9 @@ def _predict(model: Any, x: Any, batch_size: Any, fn: str) -> np.ndarray:
                 if outs:  # numpy's concatenate would fail in its words: the core's text, as R's
                     _core.check(lib.pg_predict_batch_rows(fn.encode(), len(outs[0]), len(o), bs))
                 outs.append(o)
+    except ShapeError:  # x's rows a layer refused: ag_fit's text naming it, when the rules know
+        _input_rows(model, X.shape[0], fn)  # (walked only then: a third of a small predict)
+        raise
     finally:
         if was_training:
             _set_mode(model, True)

@@ -296,7 +296,12 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   on.exit(if (was_training) ag_train(model), add = TRUE)
   ag_eval(model)
   outs <- list()
-  ag_no_grad({
+  # x's rows a layer refused: ag_fit's text naming it, when the rules know (walked only then)
+  rows_refused <- function(e) {
+    .fit_input_rows(model, nrow(X), fn)
+    stop(e)
+  }
+  withCallingHandlers(pyggmlr_shape_error = rows_refused, ag_no_grad({
     for (s0 in seq(1L, ncol(X), by = batch_size)) {
       idx <- s0:min(s0 - 1 + batch_size, ncol(X))  # double: batch_size may be 2^31 - 1
       o <- .fit_forward(model, ag_tensor(X[, idx, drop = FALSE], dtype = dtype), fn)$data
@@ -306,6 +311,6 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
         .Call(R_pg_predict_batch_rows, fn, nrow(outs[[1L]]), nrow(o), batch_size)
       outs[[length(outs) + 1L]] <- o
     }
-  })
+  }))
   do.call(cbind, outs)
 }

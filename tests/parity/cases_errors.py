@@ -90,6 +90,11 @@ def _fit_refusals(P, d, steps):
             P, fit(m, _X, y, loss="mse", batch_size=2, nbatch_logical=3)
         ),
         "predict x 3-D": refusal(P, lambda: P.ag_predict(m, np.ones((2, 2, 4))), text=False),
+        # x's rows against the layers (pg_layer_shape_check): before training, and ag_predict's
+        # and ag_accuracy's refusal in the same words
+        "x rows for the first layer": refusal(P, fit(m, np.ones((3, 4)), y, loss="mse")),
+        "predict x rows": refusal(P, lambda: P.ag_predict(m, np.ones((3, 4)))),
+        "accuracy x rows": refusal(P, lambda: P.ag_accuracy(m, np.ones((3, 4)), np.zeros(4))),
         "accuracy y samples": refusal(P, lambda: P.ag_accuracy(m, _X, np.zeros((1, 3)))),
         "loss 'hinge'": refusal(P, fit(m, _X, y, loss="hinge")),  # the core's loss table
         # labels' classes must be the model's outputs (R's character y is a factor: the same

@@ -190,3 +190,23 @@ def test_x_rows_that_fit_train_and_custom_layers_stop_the_checks():
     assert np.isfinite(
         pg.ag_fit(m, np.ones((5, 6)), y, nepoch=1, batch_size=3, silent=True).loss[0]
     )
+
+
+def test_predict_evaluate_accuracy_name_the_layer_that_refuses_x():
+    """ag_predict / ag_evaluate / ag_accuracy: a forward refused for x's rows is reported in
+    ag_fit's words, naming the caller (the walk runs only after a refusal)."""
+    m = pg.ag_sequential(pg.ag_linear(4, 8), pg.ag_linear(8, 3))
+    x = np.ones((5, 6))
+    for fn, call in [
+        ("ag_predict", lambda: pg.ag_predict(m, x)),
+        ("ag_evaluate", lambda: pg.ag_evaluate(m, x, np.zeros(6), loss="cross_entropy")),
+        ("ag_accuracy", lambda: pg.ag_accuracy(m, x, np.zeros(6))),
+    ]:
+        with pytest.raises(pg.ShapeError) as e:
+            call()
+        assert str(e.value) == _FIRST.format(5, "linear", "4 inputs", "").replace("ag_fit", fn)
+        assert isinstance(e.value.__context__, pg.ShapeError)  # the layer's own error
+    bad = pg.ag_sequential(pg.ag_linear(4, 8), pg.ag_linear(7, 3))
+    with pytest.raises(pg.ShapeError, match=r"^ag_predict: the model's layer 2 \(linear\) takes 7"):
+        pg.ag_predict(bad, np.ones((4, 6)))
+    assert pg.ag_predict(m, np.ones((4, 6))).shape == (3, 6)

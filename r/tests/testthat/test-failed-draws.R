@@ -120,6 +120,16 @@ test_that("ag_fit refuses x of rows a built-in layer would refuse, before traini
     ag_eval(m)  # the refusal is the forward's own: never a false one
     expect_error(m$forward(ag_tensor(x)), class = "pyggmlr_shape_error")
   }
+  # ag_predict / ag_evaluate / ag_accuracy report the refusal in ag_fit's words, naming themselves
+  m <- ag_sequential(ag_linear(4, 8), ag_linear(8, 3))
+  x <- matrix(1, 5, 6)
+  for (fn in c("ag_predict", "ag_evaluate", "ag_accuracy"))
+    expect_error(switch(fn, ag_predict = ag_predict(m, x),
+                        ag_evaluate = ag_evaluate(m, x, rep(0, 6), loss = "cross_entropy"),
+                        ag_accuracy = ag_accuracy(m, x, rep(0, 6))),
+                 sub("ag_fit", fn, sprintf(first, 5L, "linear", "4 inputs", ""), fixed = TRUE),
+                 fixed = TRUE, class = "pyggmlr_shape_error")
+  expect_identical(dim(ag_predict(m, matrix(1, 4, 6))), c(3L, 6L))
   # rows that fit train; a sequential whose forward is its own is not walked
   h <- ag_fit(ag_sequential(ag_lstm(3, 5), ag_linear(5, 3)), matrix(1, 6, 6), y, nepoch = 1,
               batch_size = 3, silent = TRUE)
