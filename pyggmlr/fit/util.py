@@ -246,7 +246,8 @@ def _input_rows(model: Any, rows: int, fn: str = "ag_fit") -> Any:
                 visit(sub)
             return
         walk["i"] += 1
-        text = _config_json(layer) if walk["checked"] and type(layer) in _BUILTIN_CLASSES else None
+        leaf = type(layer) in _BUILTIN_CLASSES and not own  # (a sequential with its own forward)
+        text = _config_json(layer) if walk["checked"] and leaf else None
         if text is None:
             walk["checked"] = False
             _layer_state(layer, st)

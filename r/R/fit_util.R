@@ -99,7 +99,7 @@
     w$i <- w$i + 1L
     cfg <- tryCatch(if (is.function(l[["to_config"]])) .cfg_json(l[["to_config"]]()),
                     error = function(e) NULL)
-    w$checked <- w$checked && !is.null(cfg) && .builtin_model(l)
+    w$checked <- w$checked && !is.null(cfg) && !inherits(l, "ag_sequential") && .builtin_model(l)
     .Call(R_pg_layer_shape, cfg, st, if (w$checked) list(fn, w$i, rows))
   }
   r <- visit(model, c(as.double(rows), -1, -1, -1))[[1L]]

@@ -138,4 +138,9 @@ test_that("ag_fit refuses x of rows a built-in layer would refuse, before traini
   m$forward <- function(x) m$layers[[1]]$forward(ag_tensor(x$data[1:4, , drop = FALSE]))
   h <- ag_fit(m, matrix(1, 5, 6), y, nepoch = 1, batch_size = 3, silent = TRUE)
   expect_true(is.finite(h$loss[[1]]))
+  inner <- ag_sequential(ag_linear(4, 4))  # its walk would give 4 rows; its forward 2
+  inner$forward <- function(x) ag_tensor(x$data[1:2, , drop = FALSE])
+  h <- ag_fit(ag_sequential(inner, ag_linear(2, 3)), matrix(1, 5, 6), y, nepoch = 1,
+              batch_size = 3, silent = TRUE)
+  expect_true(is.finite(h$loss[[1]]))
 })
