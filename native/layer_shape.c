@@ -292,8 +292,8 @@ static int64_t takes(const shape_rule *r, const pj_doc *a, int *mult, char *how,
     return 0;
 }
 
-int pg_layer_shape_check(const char *fn, int64_t index, int64_t x_rows, const char *text,
-                         int64_t len, int64_t *state)
+int pg_layer_shape_check(const char *fn, int64_t index, int64_t x_rows, int64_t x_cols,
+                         const char *tx, const char *text, int64_t len, int64_t *state)
 {
     if (!fn || !text || len < 0 || !state || index < 1)
         return pg_fail(PG_STATUS_ERR_ARG, "pg_layer_shape_check(): bad arguments");
@@ -310,13 +310,18 @@ int pg_layer_shape_check(const char *fn, int64_t index, int64_t x_rows, const ch
         pj_free(&a);
         if (need > 0 && (mult ? got == 0 || got % need : got != need)) {
             const char *m = mult ? "a multiple of " : "", *s = need == 1 && !mult ? "" : "s";
+            char hint[200] = "; x is [features, n], one column per sample";
+            if (index == 1 && !mult && tx && x_cols == need) /* x.T would fit: as pg_fit_targets */
+                snprintf(hint, sizeof hint,
+                         "; x looks row-major (%lld rows, one per sample): pyggmlr data are "
+                         "[features, samples] with one column per sample, so pass %s",
+                         (long long)got, tx);
             if (index == 1)
                 return pg_fail(PG_STATUS_ERR_SHAPE,
                                "%s: x has %lld row%s but the model's first layer (%s) takes "
-                               "%s%lld input%s per sample%s; x is [features, n], one column per "
-                               "sample",
+                               "%s%lld input%s per sample%s%s",
                                fn, (long long)got, got == 1 ? "" : "s", r->type, m, (long long)need,
-                               s, how);
+                               s, how, hint);
             return pg_fail(PG_STATUS_ERR_SHAPE,
                            "%s: the model's layer %lld (%s) takes %s%lld input%s per sample%s "
                            "but the layers before it give %lld (x has %lld row%s)",

@@ -28,10 +28,12 @@ int pg_layer_shape(const char *text, int64_t len, int64_t *state);
  * names fn and the layer: index its 1-based position among the layers walked, x_rows the
  * model's input rows ("ag_fit: x has 5 rows but the model's first layer (linear) takes 4
  * inputs per sample; ..."; a later layer: "... layer 3 (linear) takes 7 inputs per sample but
- * the layers before it give 8 (x has 4 rows)"). The front ends call it only for their own
- * built-in layers (a custom one's config may claim a type its forward does not keep to). */
-int pg_layer_shape_check(const char *fn, int64_t index, int64_t x_rows, const char *text,
-                         int64_t len, int64_t *state);
+ * the layers before it give 8 (x has 4 rows)"). x_cols: x's samples (-1: unknown); when they
+ * are what the first layer takes, the text says x looks row-major and to pass tx (the
+ * language's transpose, "x.T" / "t(x)"; NULL: no hint). The front ends call it only for their
+ * own built-in layers (a custom one's config may claim a type its forward does not keep to). */
+int pg_layer_shape_check(const char *fn, int64_t index, int64_t x_rows, int64_t x_cols,
+                         const char *tx, const char *text, int64_t len, int64_t *state);
 
 /* The output-shape label of state[4]: "?" (rows unknown), "[10 x batch]", or with the image
  * shape "[1024 x batch] (16, 8, 8)". As pg_fit_history_format: at most cap bytes (NUL

@@ -32,6 +32,11 @@ def source(obj: Any, what: str = "parameters", alt: Optional[str] = None, own: b
     return obj if own else None
 
 
+def is_model(obj: Any) -> bool:
+    """A model: parameters(), or ggmlR's params() (R's list models, an ag_linear of ggmlR)."""
+    return callable(getattr(obj, "parameters", None)) or callable(getattr(obj, "params", None))
+
+
 def pairs(c: Any) -> List[Tuple[Any, Any]]:
     """The (key, value) entries of a container, in order: a mapping's items (keys as given), a
     tensor as ("1", t), None as nothing, any other iterable as ("1", v1), ("2", v2), ...
@@ -68,7 +73,7 @@ def unique(seq: Iterable[T], tensor: Optional[Callable[[T], Tensor]] = None) -> 
 def tensors(obj: Any, name: str) -> List[Tensor]:
     """The tensors of a model (parameters()), a dict or an iterable, de-duplicated by identity
     (first occurrence kept), in order. ArgumentError (naming `name`) for anything else."""
-    c = source(obj)
+    c = source(obj, alt="params")
     try:
         if c is None:
             raise TypeError
@@ -87,7 +92,7 @@ def named(obj: Any, name: str, optimizer: bool = False) -> Tuple[List[str], List
     """(names, tensors, named) of a model's parameters(), a dict name -> tensor (named) or any
     iterable of tensors (names "1", "2", ...), walked by position as ggmlR 0.8.6; repeats kept.
     The refusals are R's texts (issue 29), an optimizer's ggmlR's (positions, is.list's text)."""
-    c = source(obj)
+    c = source(obj, alt="params")
     try:
         # a string or an array is no list (R's is.list: c(1, 2) is refused whole; issue 29)
         if c is None or isinstance(c, (str, bytes, np.ndarray)):

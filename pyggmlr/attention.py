@@ -13,7 +13,7 @@ from typing import Any, Optional
 import numpy as np
 
 from . import _core
-from ._args import as_float, check_flag
+from ._args import as_float, check_flag, is_real, show
 from ._core import ffi, lib
 from .errors import ArgumentError
 from .ops import _out, _scalar
@@ -25,16 +25,15 @@ __all__ = ["ag_flash_attention"]
 def _heads(n_heads: Any) -> int:
     """R's as.integer: a number truncated toward zero (NaN and out-of-range values fail the
     core's divisibility check with 0)."""
-    if isinstance(n_heads, (str, bytes)) or n_heads is None:
-        raise ArgumentError(
-            f"ag_flash_attention: n_heads must be a number, got {type(n_heads).__name__}"
-        )
+    bad = ArgumentError(  # R's text; True is no count (R refuses a logical)
+        f"ag_flash_attention: n_heads must be a positive integer, got {show(n_heads)}"
+    )
+    if isinstance(n_heads, (str, bytes, bool, np.bool_)) or n_heads is None:
+        raise bad
     try:
         f = as_float(n_heads)  # 10**400: Inf, refused (it raised OverflowError)
     except (TypeError, ValueError):
-        raise ArgumentError(
-            f"ag_flash_attention: n_heads must be a number, got {type(n_heads).__name__}"
-        ) from None
+        raise bad from None
     return int(f) if math.isfinite(f) and abs(f) < 2**31 else 0
 
 
@@ -80,11 +79,13 @@ def ag_flash_attention(
     DTypeError when q, k and v tensors have different dtypes; ArgumentError for a causal that is
     not True or False."""
     op = "ag_flash_attention"
+    h = _heads(n_heads)  # R's order: n_heads, scale, causal, then the tensors
+    if scale is not None and (isinstance(scale, (bool, np.bool_)) or not is_real(scale)):
+        raise ArgumentError(f"{op}: scale must be a number (or None for 1/sqrt(d_head))")
+    causal = check_flag(causal, op, "causal")  # "no" is not True (R's .arg_flag)
     like = next((t for t in (q, k, v) if isinstance(t, Tensor)), None)
     qt = _as_tensor(q, op, like)
     kt, vt = _as_tensor(k, op, qt), _as_tensor(v, op, qt)
-    h = _heads(n_heads)
-    causal = check_flag(causal, op, "causal")  # "no" is not True (R's .arg_flag)
     if mask is None:
         nd, mr, mc = 0, 0, 0
     elif isinstance(mask, Tensor):

@@ -82,9 +82,9 @@ def ag_gradcheck(
     inputs: Any,
     eps: Optional[float] = None,
     atol: Optional[float] = None,
-    rtol: Optional[float] = None,
     verbose: bool = False,
     quiet: bool = False,
+    rtol: Optional[float] = None,
 ) -> GradcheckResult:
     """Compare backward()'s gradients with central differences.
 

@@ -109,6 +109,11 @@ class History:
                 f"{name or 'History'}: the history's columns are not {_NLOG + 1} numeric lists "
                 "of one length per epoch"
             )
+        if any(len(getattr(self, k, ())) != n for k in self.metrics):  # as R's print
+            raise ArgumentError(
+                f"{name or 'History'}: the metric columns are not numeric lists of one length "
+                "per epoch"
+            )
         names = [ffi.new("char[]", k.encode()) for k in self.metrics]  # metrics=' table below
         return text(  # the core's layout, R's print's too
             lib.pg_fit_history_text,

@@ -12,8 +12,9 @@ from __future__ import annotations
 import math
 import os
 import warnings
+from collections.abc import Mapping
 from types import SimpleNamespace
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any, Callable, List, Optional, Sequence, Union
 
 import numpy as np
 
@@ -73,6 +74,14 @@ class _Fit:
         self.has_val, self.has_accuracy = plan.n_val > 0, plan.monitor_mask()
 
     save_checkpoint = save_checkpoint  # (fit, path, epoch): resume.py's
+
+
+def _one_callback(cb: Any) -> bool:
+    """One callback rather than a list of them: an object with an on_epoch_end attribute, or a
+    dict whose "on_epoch_end" is a function (R's environment or named list of hooks)."""
+    if isinstance(cb, Mapping):
+        return callable(cb.get("on_epoch_end"))
+    return hasattr(cb, "on_epoch_end")
 
 
 def ag_fit(
@@ -146,7 +155,8 @@ def ag_fit(
     training part is its first n - n_val entries, validation the rest), then per epoch
     sample.int(n_train) over the training part, and the dropout masks of the forward passes.
     callbacks: ag_early_stopping, ag_model_checkpoint, Callback objects or functions fn(epoch, logs)
-    (returning False stops). silent: no progress display (the same as progress="none"; it wins).
+    (returning False stops), a sequence or a dict of them (R's named list), or one alone (a dict
+    whose "on_epoch_end" is a function is one callback of those hooks, as R's list). silent: no progress display (the same as progress="none"; it wins).
     progress: "auto" (default) and "bar" (verbose=1): one bar for the whole run (tqdm when
     installed; epoch, running loss / accuracy, the last epoch's val_loss / val_acc, ETA) and a
     compact line per finished epoch above it, on stderr, where a bar can be redrawn (a terminal
@@ -258,15 +268,19 @@ def ag_fit(
     rng_before = gen.get_state()  # the weights and the resume are checked
     try:  # a setup that fails (bad ids, a refused resume, ...) leaves the optimizer as it was
         # checked in R's order: before distributed / static; functions wrapped
-        if callable(callbacks) or hasattr(callbacks, "on_epoch_end"):
+        if callable(callbacks) or _one_callback(callbacks):
             callbacks = (callbacks,)  # one callback, as R's ag_fit(callbacks = cb)
+        elif isinstance(callbacks, Mapping):  # R's named list of callbacks: the names unused
+            callbacks = list(callbacks.values())
         try:
             callbacks = list(callbacks)
         except TypeError:
             kind_fail(lib.PG_FIT_KIND_CALLBACKS, type(callbacks).__name__)
-        cbs = []
+        cbs: List[Any] = []
         for cb in callbacks:  # a hook is a callable attribute (R's is.function), else absent
-            if hook(cb, "on_epoch_end") is not None:
+            if isinstance(cb, Mapping) and _one_callback(cb):  # R's named list of hooks
+                cbs.append(SimpleNamespace(**{k: v for k, v in cb.items() if isinstance(k, str)}))
+            elif hook(cb, "on_epoch_end") is not None:
                 cbs.append(cb)
             elif callable(cb):
                 cbs.append(SimpleNamespace(on_epoch_end=cb))

@@ -98,7 +98,7 @@ def _predict(model: Any, x: Any, batch_size: Any, fn: str) -> np.ndarray:
                     _core.check(lib.pg_predict_batch_rows(fn.encode(), len(outs[0]), len(o), bs))
                 outs.append(o)
     except ShapeError:  # x's rows a layer refused: ag_fit's text naming it, when the rules know
-        _input_rows(model, X.shape[0], fn)  # (walked only then: a third of a small predict)
+        _input_rows(model, X.shape[0], fn, X.shape[1])  # (walked only then: a third of a predict)
         raise
     finally:
         if was_training:

@@ -46,9 +46,9 @@ def _forward_fail(model, fn):
 
 
 def _params(model):
-    if not hasattr(model, "parameters"):
+    if not _walk.is_model(model):
         kind_fail(lib.PG_FIT_KIND_MODEL, type(model).__name__)
-    return dict(_walk.items(model))
+    return dict(_walk.items(model, alt="params"))
 
 
 def _buffers(model):
@@ -66,7 +66,7 @@ def _set_mode(model, training):
 def _model_dtype(model):
     """The first parameter's dtype; the default one for a model without parameters (a plain
     function given to ag_predict, as R's)."""
-    if hasattr(model, "parameters"):
+    if _walk.is_model(model):
         for t in _params(model).values():
             return t.dtype
     return ag_default_dtype()
@@ -229,13 +229,13 @@ class _StaticSteps:
         return eager, replay
 
 
-def _input_rows(model: Any, rows: int, fn: str = "ag_fit") -> Any:
+def _input_rows(model: Any, rows: int, fn: str = "ag_fit", cols: int = -1) -> Any:
     """x's rows against the model's built-in layers, before training: the first layer whose
     forward would refuse the rows it gets is a ShapeError now, not in the first batch's forward
     after batch norm and dropout have run (the core's rule and text, pg_layer_shape_check, as
     R's .fit_input_rows). The walk stops checking at the first layer that is not built-in (a
-    custom layer, a sequential with its own forward). Returns the model's output rows per
-    sample (None: unknown), the summary's."""
+    custom layer, a sequential with its own forward); cols: x's samples, for the row-major
+    hint. Returns the model's output rows per sample (None: unknown), the summary's."""
     st = ffi.new("int64_t[4]", [rows, -1, -1, -1])
     walk = {"i": 0, "checked": True}
 
@@ -252,7 +252,8 @@ def _input_rows(model: Any, rows: int, fn: str = "ag_fit") -> Any:
             walk["checked"] = False
             _layer_state(layer, st)
             return
-        check(lib.pg_layer_shape_check(fn.encode(), walk["i"], rows, text, len(text), st))
+        args = (fn.encode(), walk["i"], rows, cols, b"x.T", text, len(text), st)
+        check(lib.pg_layer_shape_check(*args))
 
     visit(model)
     return None if st[0] < 0 else int(st[0])
@@ -279,7 +280,7 @@ def _check_targets(
     if Y is not None:  # the samples first: a row-major x gets its hint, not a layer's refusal
         check(lib.pg_fit_targets(*X.shape, *Y.shape, NULL, lib.PG_FIT_CLASSIFY_NONE, -1, -1, 0,
                                  b"x.T", b"y.T", NULL))  # fmt: skip
-    k = _input_rows(model, X.shape[0])
+    k = _input_rows(model, X.shape[0], cols=X.shape[1])
     if Y is None:
         return -1
     v = np.asfortranarray(Y, dtype=np.float64)

@@ -12,11 +12,17 @@ from .. import _core
 from .._args import as_numeric, plain
 from .._core import NULL, ffi, lib
 from .._host import HostValues, dims
-from ..errors import ArgumentError, ShapeError
+from ..errors import ArgumentError
 from ..tensor import Tensor
 from .labels import _r_str
 
 __all__: List[str] = []
+
+
+def _no_flags(a: np.ndarray, arg: str) -> None:
+    """True / False are no weights (R refuses a logical vector: the same rule)."""
+    if a.dtype.kind == "b":
+        raise ArgumentError(f"ag_fit: {arg} must be numeric, got dtype bool")
 
 
 def sample_weights(v: Any) -> Optional[np.ndarray]:
@@ -24,6 +30,7 @@ def sample_weights(v: Any) -> Optional[np.ndarray]:
     if v is None:
         return None
     a = v.numpy() if isinstance(v, Tensor) else as_numeric(v, "ag_fit", "sample_weight")
+    _no_flags(a, "sample_weight")
     _core.check(lib.pg_fit_weight_shape(*dims(a)))
     return np.ascontiguousarray(a.reshape(-1), dtype=np.float64)  # the core's rule, as R's
 
@@ -71,10 +78,13 @@ def class_weights(
             "ag_fit: class_weight must be a dict {class: weight} or a sequence of weights in "
             f"class-id order, got {plain(v)!r}"
         )
-    a = as_numeric(v, "ag_fit", "class_weight").astype(np.float64)
-    if a.ndim != 1:
-        raise ShapeError(
-            f"ag_fit: class_weight must be a dict or a 1-d sequence indexed by class, got shape {a.shape}"
+    a = as_numeric(v, "ag_fit", "class_weight")
+    _no_flags(a, "class_weight")
+    a = a.astype(np.float64)
+    if a.ndim != 1:  # the wrong kind, as R's refusal of a matrix
+        raise ArgumentError(
+            "ag_fit: class_weight must be a dict or a 1-d sequence indexed by class, got shape "
+            f"{a.shape}"
         )
     return None, np.ascontiguousarray(a)
 

@@ -151,7 +151,7 @@ def _nbytes(p):
 
 
 def _model_params(model):
-    if not (hasattr(model, "parameters") and callable(model.parameters)):
+    if not _walk.is_model(model):
         shown = type(model).__name__.encode()  # the core's text, as R's
         _core.check(lib.pg_fit_model_fail(b"ag_estimate_training_memory()", 1, shown))
     return _walk.tensors(model, "ag_estimate_training_memory(): model.parameters()")

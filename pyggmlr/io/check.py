@@ -82,9 +82,9 @@ def _model_parts(model, fn=lib.PG_MF_FN_SAVE):
     """(parameters, buffers) by name; a model without parameters(): the core's text naming fn
     (PG_MF_FN_SAVE / LOAD), as R's"""
     try:  # fit/util.py's _params
-        if not hasattr(model, "parameters"):
+        if not _walk.is_model(model):
             raise ArgumentError("no parameters()")
-        got = [_walk.source(model)]
+        got = [_walk.source(model, alt="params")]
         params = dict(_walk.pairs(got[0]))
     except ArgumentError:  # pg_mf_arg_fail always refuses
         lib.pg_mf_arg_fail(fn, lib.PG_MF_BAD_MODEL, type(model).__name__.encode())

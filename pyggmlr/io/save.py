@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Optional, Union
 
+from .. import _walk
 from .._args import plain
 from .._core import check, ffi, lib
 from ..tensor import ag_device
@@ -33,7 +34,7 @@ def ag_save_model(
     without to_config(). Raises ArgumentError for a model without parameters(), a model_fn that
     is not callable or a bad optimizer; PyggmlrValueError for a bad epoch or extra."""
     _path_arg(path, "ag_save_model()")  # path, model, then model_fn, as R's ag_save_model
-    if not hasattr(model, "parameters"):
+    if not _walk.is_model(model):
         _model_parts(model)  # its refusal
     check(lib.pg_mf_builder_args(lib.PG_MF_FN_SAVE, _arg_kind(model_fn), 0))
     return _save(model, path, optimizer=optimizer, epoch=epoch, extra=extra)
@@ -81,7 +82,7 @@ def ag_load_model(
         model, model_fn = model_fn, None  # a model object where ggmlR has the builder
     # every argument before the file, as R's: path, model, then model_fn (ag_save_model's order)
     _path_arg(path, "ag_load_model()")
-    if model is not None and not hasattr(model, "parameters"):
+    if model is not None and not _walk.is_model(model):
         _model_parts(model, lib.PG_MF_FN_LOAD)  # its refusal (a builder's place is model_fn=)
     check(lib.pg_mf_builder_args(lib.PG_MF_FN_LOAD, _arg_kind(model_fn), model is not None))
     dt = _load_dtype(dtype)

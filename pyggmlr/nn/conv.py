@@ -104,6 +104,8 @@ class _ConvNd(Module):
         init: str = "torch",
     ) -> None:
         fn, d = "ag_" + self.kind, self.dims
+        if isinstance(input_shape, np.ndarray):  # a numpy vector, as the functional ops take
+            input_shape = input_shape.tolist()
         if input_shape is not None and not isinstance(input_shape, (list, tuple)):
             raise ArgumentError(
                 f"{fn}: input_shape must be {'(C, H, W)' if d == 2 else '(C, L)'}, "

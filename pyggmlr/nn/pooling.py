@@ -84,6 +84,8 @@ def _pool(x, kind, dims, kernel_size, stride, padding, input_shape, fn):
 
 def _global(x, kind, input_shape, fn):
     x = _as_tensor(x, fn)
+    if isinstance(input_shape, np.ndarray):  # a numpy vector as a list, as _shape reads one
+        input_shape = input_shape.tolist()
     if isinstance(input_shape, (tuple, list)) and len(input_shape) == 2:
         input_shape = (input_shape[0], 1, input_shape[1])  # a 1-D signal (C, L)
     return _wrap(lib.pg_global_pool(x._p, _KIND[kind], _shape(input_shape, fn, 3), fn.encode()))

@@ -79,7 +79,8 @@ class ag_normalization(Module):
             xt = None if x is None else _as_tensor(x, FN)
             F2 = int(xt.shape[0]) if xt is not None else int(F or 0)
             if xt is not None and F is not None and F2 != F:
-                raise ShapeError(f"{FN}: features = {F} but x has {F2} rows ({xt.shape})")
+                shape = "x".join(str(d) for d in xt.shape)  # R's [2x3]
+                raise ShapeError(f"{FN}: features = {F} but x has {F2} rows ([{shape}])")
             like = xt
             with _layer_memory(
                 FN, f"allocating features = {F2} ([{F2}x1] mean and variance)", 2.0 * F2

@@ -57,6 +57,8 @@ ag_capture_step <- function(fn, params = NULL, optimizer, max_grad_norm = NULL) 
   .capture_params(params, "ag_capture_step")
   if (missing(optimizer) || !inherits(optimizer, "ag_optimizer_adam"))
     .arg_stop("ag_capture_step: only optimizer_adam() is supported")
+  if (!is.function(fn))  # Python's order and text (R called it at the first step)
+    .arg_fail("argument", "ag_capture_step: fn must be a function")
   st <- new.env(parent = emptyenv())
   st$limit <- max_grad_norm
   st$clipping <- !is.null(max_grad_norm)

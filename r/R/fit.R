@@ -80,11 +80,14 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   on.exit(if (!started) restore(), add = TRUE)
 
   tryCatch({
-    if (is.function(callbacks) || inherits(callbacks, "ag_callback")) callbacks <- list(callbacks)
+    # one callback (a function, an environment or named list with an on_epoch_end function),
+    # else a list of them (as Python's)
+    one <- function(cb) (is.environment(cb) || is.list(cb)) && is.function(cb[["on_epoch_end"]])
+    if (is.function(callbacks) || one(callbacks)) callbacks <- list(callbacks)
     if (!is.list(callbacks)) .fit_kind_fail("CALLBACKS", class(callbacks)[[1L]])
     cbs <- lapply(callbacks, function(cb) {
       if (is.function(cb)) return(.fn_callback(cb))
-      if ((is.environment(cb) || is.list(cb)) && is.function(cb$on_epoch_end)) return(cb)
+      if (one(cb)) return(cb)
       .fit_kind_fail("CALLBACK", class(cb)[[1L]])
     })
 
@@ -284,21 +287,26 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   h
 }
 
+# the first parameter's dtype; the default one for a model without parameters (a plain function)
+.model_dtype <- function(model) {
+  p <- .layer_params(model)
+  if (length(p)) p[[1L]]$dtype else ag_default_dtype()
+}
+
 # ag_predict (predict.R)'s work; fn: the user-facing function its errors name (ag_accuracy
 # calls it too)
 .predict <- function(model, x, batch_size, fn) {
   .fit_forward_fn(model, fn)  # no forward(x) or a return_state layer: refused, as Python's
   X <- .fit_cols(x, "x", fn, samples = TRUE)  # none: the core's text
   batch_size <- .arg_int(batch_size, fn, "batch_size", 1L)
-  p <- .layer_params(model)
-  dtype <- if (length(p)) p[[1L]]$dtype else ag_default_dtype()
+  dtype <- .model_dtype(model)
   was_training <- (is.environment(model) && isTRUE(model$training))
   on.exit(if (was_training) ag_train(model), add = TRUE)
   ag_eval(model)
   outs <- list()
   # x's rows a layer refused: ag_fit's text naming it, when the rules know (walked only then)
   rows_refused <- function(e) {
-    .fit_input_rows(model, nrow(X), fn)
+    .fit_input_rows(model, nrow(X), fn, ncol(X))
     stop(e)
   }
   withCallingHandlers(pyggmlr_shape_error = rows_refused, ag_no_grad({

@@ -57,7 +57,7 @@
 .fit_targets <- function(y, loss, X, classify, model, code = NULL, metrics = integer(),
                          yv = NULL) {
   if (is.null(y)) {  # x's rows against the layers all the same
-    .fit_input_rows(model, nrow(X))
+    .fit_input_rows(model, nrow(X), cols = ncol(X))
     return(list(Y = NULL))
   }
   lev <- if (is.factor(y)) levels(y)
@@ -69,7 +69,7 @@
   # the samples first (a row-major x gets its hint, not a layer's refusal), then x's rows
   # against the layers, whose outputs k the classes and y's rows are checked against
   .Call(R_pg_fit_targets, dim(X), Y, 0L, NULL, NULL)
-  k <- .fit_input_rows(model, nrow(X))
+  k <- .fit_input_rows(model, nrow(X), cols = ncol(X))
   # and the classes for class_weight's check (the outputs when known, else the levels')
   nclass <- .Call(R_pg_fit_targets, dim(X), Y, classify, if (classify == 1L) k,
                   if (!is.null(lev)) length(lev))
@@ -85,8 +85,9 @@
 # would refuse the rows it gets is a classed shape error now, not in the first batch's forward
 # after batch norm and dropout have run (the core's rule and text, pg_layer_shape_check, as
 # Python's _input_rows). The checks stop at the first layer that is not built-in (a custom
-# layer, a sequential with its own forward). The model's output rows per sample (NA: unknown).
-.fit_input_rows <- function(model, rows, fn = "ag_fit") {
+# layer, a sequential with its own forward); cols: x's samples, for the row-major hint. The
+# model's output rows per sample (NA: unknown).
+.fit_input_rows <- function(model, rows, fn = "ag_fit", cols = -1) {
   w <- new.env(parent = emptyenv())
   w$i <- 0L
   w$checked <- TRUE
@@ -100,7 +101,7 @@
     cfg <- tryCatch(if (is.function(l[["to_config"]])) .cfg_json(l[["to_config"]]()),
                     error = function(e) NULL)
     w$checked <- w$checked && !is.null(cfg) && !inherits(l, "ag_sequential") && .builtin_model(l)
-    .Call(R_pg_layer_shape, cfg, st, if (w$checked) list(fn, w$i, rows))
+    .Call(R_pg_layer_shape, cfg, st, if (w$checked) list(fn, w$i, rows, cols))
   }
   r <- visit(model, c(as.double(rows), -1, -1, -1))[[1L]]
   if (r < 0) NA_integer_ else as.integer(r)

@@ -57,7 +57,7 @@
 # model parts
 
 .is_model <- function(model) {
-  (is.environment(model) && is.function(model$parameters)) ||
+  (is.environment(model) && (is.function(model$parameters) || is.function(model$params))) ||
     (is.list(model) && !is.environment(model) &&
      (is.function(model$params) || is.function(model$parameters)))
 }

@@ -128,7 +128,8 @@ ag_linear <- function(in_features, out_features, activation = NULL, init = "glor
 
 ag_dropout <- function(rate) {
   rate <- .arg_num(rate, "ag_dropout", "rate", 0, 1, hi_open = TRUE)
-  e <- .layer("dropout", sprintf("dropout(%s)", format(rate)))
+  # the name as Python's (%.15g; format() followed options(digits): 0.1234568)
+  e <- .layer("dropout", sprintf("dropout(%.15g)", as.double(rate)))
   e$rate <- rate
   e$forward <- function(x) {
     rate <- .subset2(e, "rate")  # (`$` on a classed environment looks for a method first)
@@ -163,7 +164,7 @@ ag_batch_norm <- function(num_features, eps = 1e-5, momentum = 0.1) {
     if (missing(value)) e$.running_var$data else e$.running_var$data <- value
   }, e)
   e$forward <- function(x) {
-    x <- .need_tensor(x, "ag_batch_norm")
+    x <- .need_tensor(x, "ag_batch_norm", .subset2(e, "gamma"))  # its dtype, as Python's
     f <- function(name) .subset2(.subset2(e, name), ".ptr")  # the fields' handles, without `$`
     .wrap(.Call(R_pg_batch_norm, .subset2(x, ".ptr"), f("gamma"), f("beta"), f(".running_mean"),
                 f(".running_var"), .subset2(e, "eps"), .subset2(e, "momentum"),
@@ -180,7 +181,8 @@ ag_batch_norm <- function(num_features, eps = 1e-5, momentum = 0.1) {
 ag_layer_norm <- function(normalized_shape, eps = 1e-5, elementwise_affine = TRUE,
                           num_features = NULL) {
   # older name
-  if (missing(normalized_shape) && !is.null(num_features)) normalized_shape <- num_features
+  if ((missing(normalized_shape) || is.null(normalized_shape)) && !is.null(num_features))
+    normalized_shape <- num_features  # (NULL too, as Python's None)
   # one number >= 1 in R's integer range, truncated as ggmlR's as.integer() (4.9 -> 4): the core's
   # rule and text (as Python's); a factor, a data frame, a logical or a string is a bad value
   d <- .arg_as_integer(normalized_shape, "ag_layer_norm", "normalized_shape",
@@ -199,7 +201,7 @@ ag_layer_norm <- function(normalized_shape, eps = 1e-5, elementwise_affine = TRU
   })
   e$forward <- function(x) {
     x <- .need_tensor(if (is.numeric(x) && is.null(dim(x))) matrix(x, ncol = 1L) else x,
-                      "ag_layer_norm")
+                      "ag_layer_norm", .subset2(e, "gamma"))
     n <- .Call(R_pg_tensor_info, .subset2(x, ".ptr"))[[2L]]
     if (n != d) .arg_fail("shape", "ag_layer_norm: expected %d features, got %d", d, n)
     g <- .subset2(e, "gamma")
@@ -248,9 +250,10 @@ ag_slice_rows <- function(x, from, n)  # whole numbers (1.5 was truncated), as P
               # (int64_t) cast: issue 29)
               .arg_int(from, "ag_slice_rows", "from", -.INT_MAX),
               .arg_int(n, "ag_slice_rows", "n", -.INT_MAX)))
-ag_concat_rows <- function(a, b)
-  .wrap(.Call(R_pg_concat_rows, .need_tensor(a, "ag_concat_rows")$.ptr,
-              .need_tensor(b, "ag_concat_rows")$.ptr))
+ag_concat_rows <- function(a, b) {  # plain data take the tensor operand's dtype, as Python's
+  a <- .need_tensor(a, "ag_concat_rows", if (inherits(b, "ag_tensor")) b)
+  .wrap(.Call(R_pg_concat_rows, a$.ptr, .need_tensor(b, "ag_concat_rows", a)$.ptr))
+}
 
 ag_multihead_attention <- function(d_model, n_heads, dropout = 0.0, bias = TRUE) {
   d_model <- .arg_int(d_model, "ag_multihead_attention", "d_model", 1L)
@@ -274,9 +277,12 @@ ag_multihead_attention <- function(d_model, n_heads, dropout = 0.0, bias = TRUE)
   })
   e$forward <- function(q, k = q, v = k, causal_mask = FALSE) {
     f <- .subset2  # e's fields without `$`'s method lookup on a classed environment
-    q <- .need_tensor(q, "ag_multihead_attention")
-    k <- .need_tensor(k, "ag_multihead_attention")
-    v <- .need_tensor(v, "ag_multihead_attention")
+    if (is.null(k)) k <- q  # NULL as the default, as Python's None
+    if (is.null(v)) v <- k
+    w <- f(e, "W_q")  # plain data take the weights' dtype, as Python's
+    q <- .need_tensor(q, "ag_multihead_attention", w)
+    k <- .need_tensor(k, "ag_multihead_attention", w)
+    v <- .need_tensor(v, "ag_multihead_attention", w)
     .Call(R_pg_mha_check, f(e, "d_model"), q, k, v)  # the core's shape checks and texts
     causal_mask <- .arg_flag(causal_mask, "ag_multihead_attention", "causal_mask")  # as Python
     Q <- ag_matmul(f(e, "W_q"), q)
@@ -304,8 +310,9 @@ ag_multihead_attention <- function(d_model, n_heads, dropout = 0.0, bias = TRUE)
 
 # (.subset2: `$` on a classed layer looks for a method first; ag_fit's set-up calls this often)
 .layer_params <- function(l) {
-  if (is.environment(l)) {
+  if (is.environment(l)) {  # parameters(), else ggmlR's params() (as Python's objects)
     f <- .subset2(l, "parameters")
+    if (!is.function(f)) f <- .subset2(l, "params")
     return(if (is.function(f)) f() else list())
   }
   if (is.list(l)) {

@@ -63,9 +63,12 @@ ag_reshape <- function(x, nrow, ncol = -1) {
 }
 
 # x as a tensor; a conversion error names the op (as Python's), not ag_tensor
-.need_tensor <- function(x, op) {
+# like: a tensor whose dtype plain data takes (a layer's weight, the other operand), as Python's
+# _as_tensor; NULL: the default dtype
+.need_tensor <- function(x, op, like = NULL) {
   if (inherits(x, "ag_tensor")) return(x)  # (not is_ag_tensor: one call less, a layer's hot path)
-  tryCatch(ag_tensor(x), pyggmlr_error = function(e) {
+  dt <- if (is.null(like)) ag_default_dtype() else like$dtype
+  tryCatch(ag_tensor(x, dtype = dt), pyggmlr_error = function(e) {
     e$message <- sub("^ag_tensor: ", paste0(op, ": "), conditionMessage(e))
     e$call <- NULL
     stop(e)

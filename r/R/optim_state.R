@@ -47,20 +47,25 @@
     slot_len <- length(st[["params"]])
   } else {
     sl <- st[["slots"]]
-    lists <- lapply(parts$slots, function(s) if (is.list(sl)) as.list(sl[[s]]))
+    # a slot's per-parameter values: a list, a vector's elements, or one matrix (Python's rule:
+    # a sequence, or one value)
+    per <- function(v) if (is.list(v) || is.null(dim(v))) as.list(v) else list(v)
+    lists <- lapply(parts$slots, function(s) if (is.list(sl)) per(sl[[s]]))
     vals <- do.call(c, lists)
     slot_len <- lengths(lists)
   }
   # the state list as the core's description (pg_optim_state_in); sh: its hyper-parameters,
   # kept for the warning's "changed" values
   sh <- if (is.list(st[["hyper"]]) && !is.null(names(st[["hyper"]]))) st[["hyper"]] else list()
+  nm <- st[["names"]]  # names: characters or a list of them; else refused, as Python's
   desc <- list(form = .pg$code$state_form[[if (legacy) "LEGACY" else "GGMLR"]],
                is_map = is.list(state), format = .st_val(st[["format"]]),
                version = .st_val(st[["version"]]),
                type = .st_val(st[[if (legacy) "kind" else "type"]], TRUE),
                t = .st_val(st[["t"]]), accum_count = .st_val(st[["accum_count"]]),
                slot_len = as.integer(slot_len),
-               names = if (!is.null(st[["names"]])) as.character(st[["names"]]),
+               names = if (is.character(nm) || is.list(nm)) as.character(nm),
+               names_bad = if (!is.null(nm) && !is.character(nm) && !is.list(nm)) class(nm)[[1L]],
                opt_names = names(e$params), slots = vals,
                hyper_names = names(sh), hyper = lapply(sh, .st_val))
   # checked (ggmlR's 8 checks, in order), warned, then written: nothing is written unless all pass

@@ -18,7 +18,8 @@ ag_predict <- function(model, x, batch_size = 256L, type = "response", loss = NU
   if (k == 0L) return(out)
   if (!is.double(out)) storage.mode(out) <- "double"
   res <- .Call(R_pg_predict_transform, out, k, classify, name,
-               if (is.null(tg$classes)) -1 else length(tg$classes))
+               if (is.null(tg$classes)) -1 else length(tg$classes),
+               identical(.model_dtype(model), "f32"))  # Python's float32 probabilities
   if (k == 1L) return(res)
   if (nrow(res) > 1L) {  # multi-label: 0/1 per output
     storage.mode(res) <- "integer"

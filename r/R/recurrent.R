@@ -68,9 +68,9 @@
       if (length(s) != k)
         .arg_fail("shape", paste0("%s: %s has %d states, expected %d (one [hidden_size, batch] ",
                                   "per layer and direction)"), fn, arg, length(s), k)
-      return(lapply(s, function(v) .need_tensor(v, fn)))
+      return(lapply(s, function(v) .need_tensor(v, fn, e$params_list[[1L]])))
     }
-    t <- .need_tensor(s, fn)
+    t <- .need_tensor(s, fn, e$params_list[[1L]])
     d <- dim(t)
     if (d[1L] != k * H || d[2L] != N)
       .arg_fail("shape", paste0("%s: %s is [%dx%d] but must be [%d, %d] (num_layers * ",
@@ -80,7 +80,7 @@
     lapply(seq_len(k) - 1L, function(i) .wrap(.Call(R_pg_slice_rows, t$.ptr, i * H, H)))
   }
   e$forward <- function(x, h0 = NULL, c0 = NULL) {
-    x <- .need_tensor(x, fn)
+    x <- .need_tensor(x, fn, e$params_list[[1L]])  # the weights' dtype, as Python's
     if (!is.null(c0) && kind != "lstm")
       .arg_fail("argument", "%s: c0 (an initial cell state) is for ag_lstm only", fn)
     n_in <- e$input_size

@@ -21,7 +21,7 @@
 # core's rule (pg_batch_count), which Python's loader calls too. Batches are tensors of the
 # default dtype, or of x's (y's) dtype when it is an ag_tensor.
 ag_dataloader <- function(x, y = NULL, batch_size = 32L, shuffle = TRUE, col_major = TRUE,
-                          seed = NULL, drop_last = TRUE) {
+                          drop_last = TRUE, seed = NULL) {  # Python's order
   # checked in Python's order (the first bad argument is named in both languages)
   col_major <- .arg_flag(col_major, "ag_dataloader", "col_major")
   .check_dims(x, "ag_dataloader", "x")  # a tampered dim must not reach as.matrix / `[`
@@ -78,6 +78,9 @@ ag_dataloader <- function(x, y = NULL, batch_size = 32L, shuffle = TRUE, col_maj
   e$reset()
   e
 }
+
+# the batches an epoch gives, as Python's len() (length() of the environment counted its fields)
+length.ag_dataloader <- function(x) x$n_batches()
 
 print.ag_dataloader <- function(x, ...) {
   cat(sprintf("ag_dataloader | n=%d | batch_size=%d | n_batches=%d | shuffle=%s\n",

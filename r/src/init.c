@@ -293,7 +293,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_predict_classify", (DL_FUNC)&R_pg_predict_classify, 2},
     {"R_pg_predict_batch_rows", (DL_FUNC)&R_pg_predict_batch_rows, 4},
     {"R_pg_predict_batch_cols", (DL_FUNC)&R_pg_predict_batch_cols, 5},
-    {"R_pg_predict_transform", (DL_FUNC)&R_pg_predict_transform, 5},
+    {"R_pg_predict_transform", (DL_FUNC)&R_pg_predict_transform, 6},
     {"R_pg_conv", (DL_FUNC)&R_pg_conv, 11},
     {"R_pg_conv_check", (DL_FUNC)&R_pg_conv_check, 11},
     {"R_pg_conv_transpose", (DL_FUNC)&R_pg_conv_transpose, 12},

@@ -280,7 +280,7 @@ extern SEXP R_pg_predict_type(SEXP, SEXP);
 extern SEXP R_pg_predict_classify(SEXP, SEXP);
 extern SEXP R_pg_predict_batch_rows(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_predict_batch_cols(SEXP, SEXP, SEXP, SEXP, SEXP);
-extern SEXP R_pg_predict_transform(SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_predict_transform(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_conv(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_conv_check(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_conv_transpose(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP,

@@ -45,7 +45,7 @@ SEXP R_pg_layer_arg_fail(SEXP what, SEXP type, SEXP shown)
 /* summary(model): the state c(rows, C, H, W) (-1: unknown, C -1: no image) after the layer
  * whose config is text (JSON; NULL: a layer without one, unknown) (the core's
  * pg_layer_shape). check: NULL, or ag_fit's input check of a built-in layer, list(fn, index,
- * x_rows) (pg_layer_shape_check: the classed refusal where its forward would refuse) */
+ * x_rows, x_cols) (pg_layer_shape_check: the classed refusal where its forward would refuse) */
 SEXP R_pg_layer_shape(SEXP text, SEXP state, SEXP check)
 {
     int64_t st[PG_SHAPE_STATE] = {-1, -1, -1, -1};
@@ -56,10 +56,10 @@ SEXP R_pg_layer_shape(SEXP text, SEXP state, SEXP check)
         const char *s = Rf_translateCharUTF8(STRING_ELT(text, 0));
         if (Rf_isNull(check)) r_check(pg_layer_shape(s, (int64_t)strlen(s), st));
         else
-            r_check(pg_layer_shape_check(Rf_translateCharUTF8(STRING_ELT(VECTOR_ELT(check, 0), 0)),
-                                         r_i64(Rf_asReal(VECTOR_ELT(check, 1))),
-                                         r_i64(Rf_asReal(VECTOR_ELT(check, 2))), s,
-                                         (int64_t)strlen(s), st));
+            r_check(pg_layer_shape_check(
+                Rf_translateCharUTF8(STRING_ELT(VECTOR_ELT(check, 0), 0)),
+                r_i64(Rf_asReal(VECTOR_ELT(check, 1))), r_i64(Rf_asReal(VECTOR_ELT(check, 2))),
+                r_i64(Rf_asReal(VECTOR_ELT(check, 3))), "t(x)", s, (int64_t)strlen(s), st));
     } else st[0] = st[1] = st[2] = st[3] = -1;
     SEXP out = PROTECT(Rf_allocVector(REALSXP, PG_SHAPE_STATE));
     for (int i = 0; i < PG_SHAPE_STATE; i++) REAL(out)[i] = (double)st[i];

@@ -86,6 +86,8 @@ static pg_optim_state_in describe(SEXP desc)
     for (R_xlen_t s = 0; s < 3 && s < XLENGTH(len) && TYPEOF(len) == INTSXP; s++)
         in.slot_len[s] = INTEGER(len)[s];
     SEXP names = field(desc, "names"), mine = field(desc, "opt_names");
+    SEXP bad = field(desc, "names_bad"); /* names of the wrong kind: its class */
+    if (Rf_isString(bad) && XLENGTH(bad) == 1) in.names_bad = CHAR(STRING_ELT(bad, 0));
     in.names_given = !Rf_isNull(names);
     in.names = strings(names, &in.n_names);
     if (!Rf_isNull(mine)) in.opt_names = strings(mine, &in.n_opt_names);

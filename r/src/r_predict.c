@@ -41,9 +41,10 @@ SEXP R_pg_predict_batch_cols(SEXP fn, SEXP rows, SEXP cols, SEXP n, SEXP batch_s
     return R_NilValue;
 }
 
-/* out: a double matrix [rows, n]; loss: a name or NULL; n_classes: -1 none. A matrix
- * [res_rows, n] of doubles. */
-SEXP R_pg_predict_transform(SEXP out, SEXP type, SEXP classify, SEXP loss, SEXP n_classes)
+/* out: a double matrix [rows, n]; loss: a name or NULL; n_classes: -1 none; f32: the model's
+ * dtype is f32, so probabilities are rounded to it (Python's float32 array, "response"'s
+ * values). A matrix [res_rows, n] of doubles. */
+SEXP R_pg_predict_transform(SEXP out, SEXP type, SEXP classify, SEXP loss, SEXP n_classes, SEXP f32)
 {
     SEXP d = Rf_getAttrib(out, R_DimSymbol);
     if (!Rf_isReal(out) || XLENGTH(d) != 2)
@@ -58,6 +59,8 @@ SEXP R_pg_predict_transform(SEXP out, SEXP type, SEXP classify, SEXP loss, SEXP 
         UNPROTECT(1);
         r_fail();
     }
+    if (Rf_asInteger(type) == PG_PREDICT_PROB && Rf_asLogical(f32) == TRUE)
+        for (R_xlen_t i = 0; i < XLENGTH(res); i++) REAL(res)[i] = (double)(float)REAL(res)[i];
     if (rr != rows) { /* arg-max: one row of ids */
         SEXP one = PROTECT(Rf_allocMatrix(REALSXP, (int)rr, (int)n));
         for (int64_t j = 0; j < n; j++) REAL(one)[j] = REAL(res)[j];

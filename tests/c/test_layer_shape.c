@@ -200,7 +200,7 @@ static void test_print_text(void)
  * shape error naming the layer, the state left as it was; anything else is pg_layer_shape */
 static int chk(int64_t index, int64_t x_rows, const char *text)
 {
-    return pg_layer_shape_check("ag_fit", index, x_rows, text, (int64_t)strlen(text), st);
+    return pg_layer_shape_check("ag_fit", index, x_rows, 9, "x.T", text, (int64_t)strlen(text), st);
 }
 static int said(const char *want)
 {
@@ -261,9 +261,20 @@ static void test_check(void)
                "\"in_features\": 4, \"out_features\": 2}]}") &&
           is(2, -1, -1, -1));
     CHECK(!chk(1, 7, "not json") && is(-1, -1, -1, -1));
-    CHECK_ERR(pg_layer_shape_check(NULL, 1, 4, lin, 3, st) == PG_STATUS_ERR_ARG, PG_STATUS_ERR_ARG,
-              "pg_layer_shape_check");
-    CHECK(pg_layer_shape_check("ag_fit", 0, 4, lin, 3, st) == PG_STATUS_ERR_ARG);
+    /* x's samples what the first layer takes: the row-major hint (tx NULL: none) */
+    set(9, -1, -1, -1);
+    CHECK(pg_layer_shape_check("ag_predict", 1, 9, 4, "t(x)", lin, (int64_t)strlen(lin), st) ==
+              PG_STATUS_ERR_SHAPE &&
+          said("ag_predict: x has 9 rows but the model's first layer (linear) takes 4 inputs per "
+               "sample; x looks row-major (9 rows, one per sample): pyggmlr data are [features, "
+               "samples] with one column per sample, so pass t(x)"));
+    CHECK(pg_layer_shape_check("ag_predict", 1, 9, 4, NULL, lin, (int64_t)strlen(lin), st) ==
+              PG_STATUS_ERR_SHAPE &&
+          said("ag_predict: x has 9 rows but the model's first layer (linear) takes 4 inputs per "
+               "sample; x is [features, n], one column per sample"));
+    CHECK_ERR(pg_layer_shape_check(NULL, 1, 4, -1, NULL, lin, 3, st) == PG_STATUS_ERR_ARG,
+              PG_STATUS_ERR_ARG, "pg_layer_shape_check");
+    CHECK(pg_layer_shape_check("ag_fit", 0, 4, -1, NULL, lin, 3, st) == PG_STATUS_ERR_ARG);
     pg_clear_error();
 }
 

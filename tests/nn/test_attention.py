@@ -267,8 +267,13 @@ def test_error_texts_in_order(f64):
         FA(q8, k5, k5, 2, mask=pg.ag_tensor(np.zeros((3, 5))))
     with pytest.raises(pg.DTypeError, match="one dtype"):
         FA(pg.ag_tensor(q8, dtype="f32"), pg.ag_tensor(k5), k5, 2)
-    with pytest.raises(pg.ArgumentError, match="n_heads must be a number"):
+    with pytest.raises(pg.ArgumentError, match="n_heads must be a positive integer, got '2'$"):
         FA(q8, k5, k5, "2")
+    # R's rule, text and order: a flag is no count and no scale, checked before the tensors
+    with pytest.raises(pg.ArgumentError, match="n_heads must be a positive integer, got True$"):
+        FA("a", k5, k5, True)
+    with pytest.raises(pg.ArgumentError, match=r"scale must be a number \(or None for 1/sqrt"):
+        FA(q8, np.ones((3, 5)), k5, 2, scale=True)
 
 
 def test_one_tape_node_no_label(f64):

@@ -242,3 +242,18 @@ def test_fit_hint_reads_the_core_rows():
     assert fn.layers == [
         {"layer": "function", "type": "function", "output_shape": "?", "params": 0, "buffers": 0}
     ]
+
+
+def test_numpy_input_shapes_and_normalization_text():
+    """A numpy vector serves as input_shape wherever a list does (the conv layers and the
+    global pooling op refused one), and ag_normalization writes shapes as [RxC], as R's."""
+    x = pg.ag_tensor(np.ones((12, 2)))
+    assert pg.ag_global_avg_pool_op(x, input_shape=np.array([2, 6])).shape == (2, 2)
+    assert pg.ag_global_avg_pool_op(x, input_shape=[2, 6]).shape == (2, 2)
+    conv = pg.ag_conv2d(1, 1, 3, input_shape=np.array([1, 4, 4]))
+    assert (
+        conv.to_config()["input_shape"]
+        == pg.ag_conv2d(1, 1, 3, input_shape=(1, 4, 4)).to_config()["input_shape"]
+    )
+    with pytest.raises(pg.ShapeError, match=r"features = 3 but x has 2 rows \(\[2x3\]\)$"):
+        pg.ag_normalization(np.ones((2, 3)), features=3)

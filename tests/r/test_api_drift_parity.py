@@ -78,8 +78,12 @@ _CASES = [  # (id, Python call, R call, Python type, Python text, R text or None
      "ag_predict: x must be numeric, got dtype object", "ag_predict: x must be numeric, got NULL"),
     ("linear shape", lambda: pg.ag_predict(pg.ag_linear(2, 3), np.ones((4, 2))),
      "ag_predict(ag_linear(2, 3), matrix(1, 4, 2))", pg.ShapeError,
-     "ag_linear: W is [3x2] f32 and x is [4x2] f32: ncol(W) = 2 must equal nrow(x) = 4; x looks "
-     "row-major [batch, features]: pass ag_transpose(x), samples are columns", None),
+     "ag_predict: x has 4 rows but the model's first layer (linear) takes 2 inputs per sample; "
+     "x looks row-major (4 rows, one per sample): pyggmlr data are [features, samples] with one "
+     "column per sample, so pass x.T",
+     "ag_predict: x has 4 rows but the model's first layer (linear) takes 2 inputs per sample; "
+     "x looks row-major (4 rows, one per sample): pyggmlr data are [features, samples] with one "
+     "column per sample, so pass t(x)"),
     ("sample_weight kind",
      lambda: pg.ag_fit(pg.ag_linear(2, 2), _X, _Y, batch_size=2, sample_weight="a", silent=True),
      'ag_fit(ag_linear(2, 2), x, y, batch_size = 2L, sample_weight = "a", silent = TRUE)',

@@ -60,7 +60,8 @@ test_that("the hunt's drifts: the same texts and classes as Python's", {
   expect_error(ag_predict(ag_linear(2, 2), NULL), "ag_predict: x must be numeric, got NULL",
                fixed = TRUE, class = "pyggmlr_argument_error")
   expect_error(ag_predict(ag_linear(2, 3), matrix(1, 4, 2)),
-               "; x looks row-major [batch, features]: pass ag_transpose(x), samples are columns",
+               paste0("; x looks row-major (4 rows, one per sample): pyggmlr data are [features, ",
+                      "samples] with one column per sample, so pass t(x)"),
                fixed = TRUE, class = "pyggmlr_shape_error")
   expect_error(ag_device("xx"), 'ag_device(): device must be "cpu" or "gpu", got "xx"',
                fixed = TRUE, class = "pyggmlr_value_error")
