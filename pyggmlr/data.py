@@ -97,7 +97,8 @@ class ag_dataloader:
         self.batch_size = check_int(batch_size, "ag_dataloader", "batch_size", 1)
         self.shuffle = check_flag(shuffle, "ag_dataloader", "shuffle")
         self.drop_last = check_flag(drop_last, "ag_dataloader", "drop_last")
-        self._gen = None if seed is None else Generator(_seed_int(seed, "ag_dataloader"))
+        seed = None if seed is None else _seed_int(seed, "ag_dataloader")  # R's e$seed: the int
+        self._gen = None if seed is None else Generator(seed)
         self.seed = seed  # ag_fit(loader) runs on it when it has no seed of its own (fit/data.py)
         self.order = np.arange(self.n)
         self.pos = 0

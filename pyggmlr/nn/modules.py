@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Union
 import numpy as np
 
 from .. import _walk
-from .._args import as_float, check_int, check_num, match_arg
+from .._args import as_float, check_int, check_num, match_arg, show
 from .._core import check, ffi, last_message, lib
 from ..errors import ArgumentError, PyggmlrValueError
 from ..ops import (
@@ -246,10 +246,10 @@ class ag_sequential(Module):
         if not layers:  # a model that returns its input and has no parameters is a mistake
             raise ArgumentError("ag_sequential: needs at least one layer, got none")
         for i, layer in enumerate(layers, 1):
-            if not callable(getattr(layer, "forward", None)):
-                raise ArgumentError(  # R's text
-                    f"ag_sequential: layer {i} has no forward function (got {type(layer).__name__})"
-                )
+            if not callable(getattr(layer, "forward", None)):  # R's text: a value shown, an
+                plain_value = layer is None or isinstance(layer, (numbers.Number, str, bytes))
+                got = show(layer) if plain_value else type(layer).__name__  # object its class
+                raise ArgumentError(f"ag_sequential: layer {i} has no forward function (got {got})")
             if getattr(layer, "return_state", False) is True:  # a tuple feeds no next layer
                 raise ArgumentError(
                     f"ag_sequential: layer {i} ({layer.name}) has return_state set: it returns "

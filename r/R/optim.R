@@ -233,8 +233,8 @@ check_grad_anomaly <- function(params, grads, action = c("warn", "stop", "silent
   if (any(bad) && action != "silent") {
     b <- rep[bad, , drop = FALSE]
     lines <- sprintf("  %-20s status=%-8s n_nan=%d n_inf=%d max_abs=%s", b$param, b$status, b$n_nan,
-                     b$n_inf,
-                     format(b$max_abs, digits = 4))
+                     b$n_inf,  # each %.4g, as Python's (format() gave the column common digits)
+                     vapply(b$max_abs, function(v) if (is.na(v)) "NA" else sprintf("%.4g", v), ""))
     msg <- paste0(sprintf("gradient anomaly detected in %d parameter(s):\n", sum(bad)),
                   paste(lines, collapse = "\n"))
     if (action == "warn") warning(msg, call. = FALSE) else .pg_stop("value", msg)  # as Python's

@@ -118,7 +118,7 @@ def test_forward_refusals_name_the_layer():
     refused(
         lambda: pg.ag_sequential(pg.ag_linear(2, 2), None),
         pg.ArgumentError,
-        "ag_sequential: layer 2 has no forward function (got NoneType)",
+        "ag_sequential: layer 2 has no forward function (got None)",  # R's: the value
     )
 
 

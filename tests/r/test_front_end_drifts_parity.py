@@ -242,3 +242,24 @@ def test_none_is_the_default_for_attention_keys_and_layer_norm_size():
         "list(m$forward(x, NULL)$data, ag_layer_norm(NULL, num_features = 3)$normalized_shape)"
     )
     assert np.array_equal(np.asarray(got[0]), want) and got[1] == 3
+
+
+def test_loader_seed_and_anomaly_text_alike():
+    """A loader's seed is the integer it seeds with; check_grad_anomaly writes each max_abs with
+    4 significant digits (R's format() gave the column common digits)."""
+    dl = pg.ag_dataloader(np.ones((2, 6)), seed=42.9)
+    a, b = pg.ag_param(np.ones((1, 2))), pg.ag_param(np.ones((1, 2)))
+    a.grad = np.array([[0.17702, np.inf]])
+    b.grad = np.array([[0.02849, np.nan]])
+    with pytest.raises(pg.PyggmlrValueError) as e:
+        pg.check_grad_anomaly({"a": a, "b": b}, action="stop", max_abs=0.01)
+    got = r.run(
+        "dl <- ag_dataloader(matrix(1, 2, 6), seed = 42.9)\n"
+        "a <- ag_param(matrix(1, 1, 2)); b <- ag_param(matrix(1, 1, 2))\n"
+        "a$grad <- matrix(c(0.17702, Inf), 1); b$grad <- matrix(c(0.02849, NaN), 1)\n"
+        "err <- tryCatch(check_grad_anomaly(list(a = a, b = b), action = 'stop', max_abs = 0.01),\n"
+        "                error = function(e) conditionMessage(e))\n"
+        "list(dl$seed, err)"
+    )
+    assert got[0] == dl.seed == 42
+    assert "max_abs=0.177" in str(e.value) and got[1] == str(e.value)

@@ -101,7 +101,7 @@ _CASES = [  # (id, Python call, R call, Python type, Python text, R text or None
      pg.ShapeError, f"ag_tensor: {_FLAT} 2x3x4 array", None),
     ("sequential", lambda: pg.ag_sequential(pg.ag_linear(2, 2), "a"),
      'ag_sequential(ag_linear(2, 2), "a")', pg.ArgumentError,
-     "ag_sequential: layer 2 has no forward function (got str)",
+     "ag_sequential: layer 2 has no forward function (got 'a')",
      'ag_sequential: layer 2 has no forward function (got "a")'),
     ("embedding id 1e300", lambda: pg.ag_embedding(10, 4).forward([2.0, 1e300]),  # Python: a
      "ag_embedding(10, 4)$forward(c(2, 1e300))", pg.PyggmlrValueError,  # wrapped int64; R: its
