@@ -239,29 +239,12 @@ static const shape_rule *leaf(const pj_doc *d, int64_t o, pj_doc *a)
     return &RULES[i];
 }
 
-/* object node o of d (a layer's config) on st; sequentials walk their layers */
-static void apply(const pj_doc *d, int64_t o, int64_t *st, int depth)
-{
-    int64_t t = d->nodes[o].type == PJ_OBJ ? pj_get(d, o, "type") : -1;
-    if (t >= 0 && d->nodes[t].type == PJ_STR && !strcmp(d->pool + d->nodes[t].str, "sequential")) {
-        int64_t ls = pj_get(d, o, "layers");
-        if (ls < 0 || d->nodes[ls].type != PJ_ARR || depth >= PG_CONFIG_MAX_DEPTH) {
-            unknown(st);
-            return;
-        }
-        for (int64_t c = d->nodes[ls].first; c >= 0; c = d->nodes[c].next)
-            apply(d, c, st, depth + 1);
-        return;
-    }
-    pj_doc a;
-    const shape_rule *r = leaf(d, o, &a);
-    if (!r) {
-        unknown(st); /* a custom type, or arguments the table refuses */
-        return;
-    }
-    apply_rule(r, &a, st);
-    pj_free(&a);
-}
+/* ag_fit's input check (pg_layer_shape_check): fn, the transpose spelling, the layer's position
+ * and x's rows and samples */
+typedef struct {
+    const char *fn, *tx;
+    int64_t index, x_rows, x_cols;
+} shape_check;
 
 /* the rows per sample layer r (arguments a) takes: exact, or a multiple (*mult) of it; 0 when
  * its forward takes any (or the rule does not say). how: what the number comes from. */
@@ -292,44 +275,86 @@ static int64_t takes(const shape_rule *r, const pj_doc *a, int *mult, char *how,
     return 0;
 }
 
+/* 0 when layer r (arguments a) takes got rows per sample, else its refusal (c's texts) */
+static int refuse(const shape_check *c, const shape_rule *r, const pj_doc *a, int64_t got)
+{
+    char how[96];
+    int mult;
+    int64_t need = takes(r, a, &mult, how, sizeof how);
+    if (need <= 0 || (mult ? got != 0 && got % need == 0 : got == need)) return 0;
+    const char *m = mult ? "a multiple of " : "", *s = need == 1 && !mult ? "" : "s";
+    char hint[200] = "; x is [features, n], one column per sample";
+    if (c->index == 1 && !mult && c->tx && c->x_cols == need) /* x.T would fit: as pg_fit_targets */
+        snprintf(hint, sizeof hint,
+                 "; x looks row-major (%lld rows, one per sample): pyggmlr data are [features, "
+                 "samples] with one column per sample, so pass %s",
+                 (long long)got, c->tx);
+    if (c->index == 1)
+        return pg_fail(PG_STATUS_ERR_SHAPE,
+                       "%s: x has %lld row%s but the model's first layer (%s) takes %s%lld "
+                       "input%s per sample%s%s",
+                       c->fn, (long long)got, got == 1 ? "" : "s", r->type, m, (long long)need, s,
+                       how, hint);
+    return pg_fail(PG_STATUS_ERR_SHAPE,
+                   "%s: the model's layer %lld (%s) takes %s%lld input%s per sample%s but the "
+                   "layers before it give %lld (x has %lld row%s)",
+                   c->fn, (long long)c->index, r->type, m, (long long)need, s, how, (long long)got,
+                   (long long)c->x_rows, c->x_rows == 1 ? "" : "s");
+}
+
+/* object node o of d (a layer's config) on st; sequentials walk their layers (unchecked: the
+ * front ends walk their own). c: NULL, or the check of a built-in layer's rows first */
+static int apply(const pj_doc *d, int64_t o, int64_t *st, int depth, const shape_check *c)
+{
+    int64_t t = d->nodes[o].type == PJ_OBJ ? pj_get(d, o, "type") : -1;
+    if (t >= 0 && d->nodes[t].type == PJ_STR && !strcmp(d->pool + d->nodes[t].str, "sequential")) {
+        int64_t ls = pj_get(d, o, "layers");
+        if (ls < 0 || d->nodes[ls].type != PJ_ARR || depth >= PG_CONFIG_MAX_DEPTH) {
+            unknown(st);
+            return 0;
+        }
+        for (int64_t e = d->nodes[ls].first; e >= 0; e = d->nodes[e].next)
+            apply(d, e, st, depth + 1, NULL);
+        return 0;
+    }
+    pj_doc a;
+    const shape_rule *r = leaf(d, o, &a);
+    if (!r) {
+        unknown(st); /* a custom type, or arguments the table refuses */
+        return 0;
+    }
+    int rc = c && st[0] >= 0 ? refuse(c, r, &a, st[0]) : 0;
+    if (!rc) apply_rule(r, &a, st);
+    pj_free(&a);
+    return rc;
+}
+
+/* text (one layer's config) on state, checked by c when given; a refusal leaves state as it was */
+static int shape_text(const char *text, int64_t len, int64_t *state, const shape_check *c)
+{
+    pj_doc d;
+    char why[200];
+    if (pj_parse(text, len, NULL, &d, why, sizeof why)) {
+        unknown(state);
+        return 0;
+    }
+    int64_t st[PG_SHAPE_STATE];
+    memcpy(st, state, sizeof st);
+    if (st[0] < 0 || st[1] < 1 || st[2] < 1 || st[3] < 1 || image_rows(st + 1) != st[0])
+        st[1] = st[2] = st[3] = -1; /* an image that does not span the rows: none */
+    int rc = apply(&d, 0, st, 0, c);
+    pj_free(&d);
+    if (!rc) memcpy(state, st, sizeof st);
+    return rc;
+}
+
 int pg_layer_shape_check(const char *fn, int64_t index, int64_t x_rows, int64_t x_cols,
                          const char *tx, const char *text, int64_t len, int64_t *state)
 {
     if (!fn || !text || len < 0 || !state || index < 1)
         return pg_fail(PG_STATUS_ERR_ARG, "pg_layer_shape_check(): bad arguments");
-    pj_doc d, a;
-    char why[200], how[96];
-    const shape_rule *r = NULL;
-    if (state[0] >= 0 && !pj_parse(text, len, NULL, &d, why, sizeof why)) {
-        r = leaf(&d, 0, &a); /* a sequential's text, a custom type: not checked */
-        pj_free(&d);
-    }
-    if (r) {
-        int mult;
-        int64_t need = takes(r, &a, &mult, how, sizeof how), got = state[0];
-        pj_free(&a);
-        if (need > 0 && (mult ? got == 0 || got % need : got != need)) {
-            const char *m = mult ? "a multiple of " : "", *s = need == 1 && !mult ? "" : "s";
-            char hint[200] = "; x is [features, n], one column per sample";
-            if (index == 1 && !mult && tx && x_cols == need) /* x.T would fit: as pg_fit_targets */
-                snprintf(hint, sizeof hint,
-                         "; x looks row-major (%lld rows, one per sample): pyggmlr data are "
-                         "[features, samples] with one column per sample, so pass %s",
-                         (long long)got, tx);
-            if (index == 1)
-                return pg_fail(PG_STATUS_ERR_SHAPE,
-                               "%s: x has %lld row%s but the model's first layer (%s) takes "
-                               "%s%lld input%s per sample%s%s",
-                               fn, (long long)got, got == 1 ? "" : "s", r->type, m, (long long)need,
-                               s, how, hint);
-            return pg_fail(PG_STATUS_ERR_SHAPE,
-                           "%s: the model's layer %lld (%s) takes %s%lld input%s per sample%s "
-                           "but the layers before it give %lld (x has %lld row%s)",
-                           fn, (long long)index, r->type, m, (long long)need, s, how,
-                           (long long)got, (long long)x_rows, x_rows == 1 ? "" : "s");
-        }
-    }
-    return pg_layer_shape(text, len, state);
+    const shape_check c = {fn, tx, index, x_rows, x_cols};
+    return shape_text(text, len, state, &c);
 }
 
 int pg_layer_shape_known(const char *type)
@@ -343,18 +368,7 @@ int pg_layer_shape(const char *text, int64_t len, int64_t *state)
 {
     if (!text || len < 0 || !state)
         return pg_fail(PG_STATUS_ERR_ARG, "pg_layer_shape(): bad arguments");
-    pj_doc d;
-    char why[200];
-    if (pj_parse(text, len, NULL, &d, why, sizeof why)) {
-        unknown(state);
-        return 0;
-    }
-    if (state[0] < 0 || state[1] < 1 || state[2] < 1 || state[3] < 1 ||
-        image_rows(state + 1) != state[0])
-        state[1] = state[2] = state[3] = -1; /* an image that does not span the rows: none */
-    apply(&d, 0, state, 0);
-    pj_free(&d);
-    return 0;
+    return shape_text(text, len, state, NULL);
 }
 
 /* ---------------------------------------------------------------------------------------------

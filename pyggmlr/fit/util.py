@@ -278,8 +278,7 @@ def _check_targets(
     pg_fit_outputs_check, as R's .fit_targets), all before the first forward. Returns
     class_weight's classes (the core's: the outputs when known, else nlabels, else -1)."""
     if Y is not None:  # the samples first: a row-major x gets its hint, not a layer's refusal
-        check(lib.pg_fit_targets(*X.shape, *Y.shape, NULL, lib.PG_FIT_CLASSIFY_NONE, -1, -1, 0,
-                                 b"x.T", b"y.T", NULL))  # fmt: skip
+        check(lib.pg_fit_check_samples(*X.shape, *Y.shape, b"x.T", b"y.T"))
     k = _input_rows(model, X.shape[0], cols=X.shape[1])
     if Y is None:
         return -1
