@@ -4,7 +4,7 @@ For each model (4-64-32-3 at batch 32, 784-256-128-10 at batch 64 and 256; f32, 
 thread) it times, in turns within this process:
   pyggmlr   with_grad_tape -> backward -> opt.step(grads) -> zero_grad  (f32, and f64)
   torch     PyTorch's idiomatic loop (zero_grad, forward, loss.backward(), Adam.step()) if importable
-  gemm      the step's six GEMMs alone, done by numpy's BLAS (the arithmetic floor)
+  gemm      the step's eight GEMMs alone (3 forward, 3 dW, the 2 dX past the first layer), by numpy's BLAS
   compiled  the same step recorded once by ag_compile and replayed in C (static graph)
 and prints medians (µs) and ratios. Writes bench/results/bench_train.json.
 
