@@ -132,7 +132,7 @@ class _ConvNd(Module):
         self._dilation = _pair_of(v, lib.PG_CONV_DH, lib.PG_CONV_DW, d)
         pad_str = isinstance(padding, str)
         self._padding: Any = padding if pad_str else _pair_of(v, lib.PG_CONV_PH, lib.PG_CONV_PW, d)
-        self.bias_flag = check_flag(bias, fn, "bias")
+        self.use_bias = check_flag(bias, fn, "bias")
         self.activation = _check_activation(activation, fn)  # keras' Conv2D(activation =)
         self.init = _conv_init(init, fn)
         if input_shape is not None:
@@ -142,7 +142,7 @@ class _ConvNd(Module):
         fans = (fan_in, cout * math.prod(k))  # torch's, from the weight (C_out, C_in/g, kH, kW)
         what = f"for a [{cout}x{fan_in:.0f}] weight"  # as R's (a double)
         with _layer_memory(fn, what, float(cout) * (fan_in + 1)):
-            nb = cout if self.bias_flag else 0
+            nb = cout if self.use_bias else 0
             self.weight, self.bias = _conv_draw(self.init, fn, cout, fan_in, nb, fans)
         self.training = True
 
@@ -227,7 +227,7 @@ class _ConvNd(Module):
             "padding": self.padding,
             "dilation": self.dilation,
             "groups": self.groups,
-            "bias": self.bias_flag,
+            "bias": self.use_bias,
             "input_shape": None if self.input_shape is None else list(self.input_shape),
             "activation": self.activation,
             "init": self.init,
@@ -310,14 +310,14 @@ class _ConvTransposeNd(_ConvNd):
         self._padding = _pair_of(v, lib.PG_CONV_PH, lib.PG_CONV_PW, d)
         self._output_padding = _pair_of(v, lib.PG_CONV_OPH, lib.PG_CONV_OPW, d)
         self._dilation = _pair_of(v, lib.PG_CONV_DH, lib.PG_CONV_DW, d)
-        self.bias_flag = check_flag(bias, fn, "bias")
+        self.use_bias = check_flag(bias, fn, "bias")
         self.activation = _check_activation(activation, fn)
         self.init = _conv_init(init, fn)
         self.input_shape = None if input_shape is None else tuple(int(e) for e in input_shape)
         fan_in = cout // g * math.prod(self._k)  # torch: weight.size(1) * kH * kW
         fans = (fan_in, cin * math.prod(self._k))  # and weight.size(0) * kH * kW
         with _layer_memory(fn, f"for a [{cin}x{fan_in:.0f}] weight", float(cin) * fan_in + cout):
-            nb = cout if self.bias_flag else 0
+            nb = cout if self.use_bias else 0
             self.weight, self.bias = _conv_draw(self.init, fn, cin, fan_in, nb, fans)
         self.training = True
 
@@ -367,7 +367,7 @@ class _ConvTransposeNd(_ConvNd):
             "padding": self.padding,
             "output_padding": self.output_padding,
             "groups": self.groups,
-            "bias": self.bias_flag,
+            "bias": self.use_bias,
             "dilation": self.dilation,
             "input_shape": None if self.input_shape is None else list(self.input_shape),
             "activation": self.activation,

@@ -263,3 +263,15 @@ def test_loader_seed_and_anomaly_text_alike():
     )
     assert got[0] == dl.seed == 42
     assert "max_abs=0.177" in str(e.value) and got[1] == str(e.value)
+
+
+def test_a_convolutions_bias_flag_has_one_name():
+    """The flag a convolution keeps for its bias argument is use_bias in both languages (Python
+    called it bias_flag)."""
+    py = [pg.ag_conv2d(1, 2, 3, bias=b).use_bias for b in (True, False)]
+    py += [pg.ag_conv_transpose2d(1, 2, 3, bias=b).use_bias for b in (True, False)]
+    got = r.run(
+        "c(sapply(c(TRUE, FALSE), function(b) ag_conv2d(1, 2, 3, bias = b)$use_bias),\n"
+        "  sapply(c(TRUE, FALSE), function(b) ag_conv_transpose2d(1, 2, 3, bias = b)$use_bias))"
+    )
+    assert py == [True, False, True, False] == [bool(v) for v in got]
