@@ -86,6 +86,10 @@ class CompiledStep:
         if g is not None:
             _free(g)
 
+    def __repr__(self) -> str:
+        """The graph's memory summary, the text R's print() of a compiled step shows."""
+        return str(self.memory(top=0))
+
     @property
     def n_nodes(self) -> int:
         """Number of nodes (recorded ops) in the graph."""

@@ -275,3 +275,19 @@ def test_a_convolutions_bias_flag_has_one_name():
         "  sapply(c(TRUE, FALSE), function(b) ag_conv_transpose2d(1, 2, 3, bias = b)$use_bias))"
     )
     assert py == [True, False, True, False] == [bool(v) for v in got]
+
+
+def test_a_compiled_step_prints_its_graph_summary_in_both():
+    """repr() of a compiled step is the memory summary R's print() shows (Python printed the
+    default object repr)."""
+    x, y = np.linspace(0, 1, 12).reshape(3, 4).T, np.ones((1, 3))
+    m = pg.ag_linear(4, 1)
+    step = pg.ag_compile(lambda a, b: pg.ag_mse_loss(m(a), b), x, y,
+                         optimizer=pg.optimizer_sgd(m.parameters(), lr=0.1))  # fmt: skip
+    got = r.run(
+        "m <- ag_linear(4, 1); x <- t(matrix(seq(0, 1, length.out = 12), 3, 4, byrow = TRUE))\n"
+        "s <- ag_compile(function(a, b) ag_mse_loss(m$forward(a), b), x, matrix(1, 1, 3),\n"
+        "                optimizer = optimizer_sgd(m$params(), lr = 0.1))\n"
+        "paste(capture.output(print(s)), collapse = '\\n')"
+    )
+    assert repr(step).startswith("Compiled graph (opt): ") and repr(step) == got
