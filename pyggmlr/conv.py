@@ -39,13 +39,13 @@ def _num(v: Any, fn: str, arg: str, what: str) -> float:
 
 
 def _pair(v: Any, fn: str, arg: str, dims: int, h1: float) -> Tuple[float, float]:
-    """(H, W) of a number or a pair; 1-D: a number (or a 1-tuple) for L, H gets h1."""
+    """(H, W) of a number, a 1-list or a pair; 1-D: a number (or a 1-tuple) for L, H gets h1."""
     what = "a number or a pair (H, W)" if dims == 2 else "a number"
     if isinstance(v, (list, tuple, np.ndarray)) and not isinstance(v, str):
         vals = list(np.asarray(v, dtype=object).ravel()) if isinstance(v, np.ndarray) else list(v)
-        if len(vals) == dims:
+        if len(vals) in (1, dims):  # [2] is 2, as R's list(2) and the pooling ops' [2]
             try:
-                got = [_num(e, fn, arg, what) for e in vals]
+                got = [_num(e, fn, arg, what) for e in vals] * (dims if len(vals) == 1 else 1)
             except ArgumentError:  # the whole value shown, as R's (it showed [2] of [1, [2]])
                 raise ArgumentError(f"{fn}: {arg} must be {what}, got {show(v)}") from None
             return (h1, got[0]) if dims == 1 else (got[0], got[1])

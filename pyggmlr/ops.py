@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _core
-from ._args import INT_MAX, as_float, as_numeric, asarray, check_int, plain, show
+from ._args import INT_MAX, as_float, as_numeric, asarray, check_int, is_real, plain, show
 from ._core import ffi, lib
 from .errors import ArgumentError, PyggmlrValueError, ShapeError
 from .tensor import ArrayLike, Tensor, _as_tensor, _wrap
@@ -143,7 +143,7 @@ def ag_div(A: ArrayLike, B: ArrayLike) -> Tensor:
 
 
 def _scalar(v, name, arg):
-    if not isinstance(v, (str, bytes)):
+    if not isinstance(v, (str, bytes, Tensor)):  # a tensor is refused, as R's (float() took it)
         try:
             return as_float(v)  # 10**400 is Inf, as R's 1e400 (it was refused)
         except (TypeError, ValueError):
@@ -314,12 +314,18 @@ def ag_reshape(x: ArrayLike, nrow: Union[int, Sequence[int]], ncol: int = _NCOL)
     op = "ag_reshape"
     # ag_reshape(x, (r, c)) as the ggmlR vignette writes it; with ncol given too, a pair is a bad
     # nrow (R's rule: it was ignored for ncol)
-    if isinstance(nrow, (tuple, list)) and ncol is _NCOL:
-        if len(nrow) != 2:
+    # (R's order: numbers of the wrong count are a bad shape, [3] is 3, anything else a bad nrow)
+    if isinstance(nrow, (tuple, list, np.ndarray)) and ncol is _NCOL:
+        vals = list(np.ravel(nrow)) if isinstance(nrow, np.ndarray) else list(nrow)
+        numeric = all(is_real(v) for v in vals)
+        if numeric and len(vals) not in (1, 2):
             raise PyggmlrValueError(
                 f"ag_reshape: a shape must be (nrow, ncol), got {plain(nrow)!r}"
             )
-        nrow, ncol = nrow
+        if len(vals) == 2:
+            nrow, ncol = vals
+        elif numeric:
+            nrow = vals[0]
     x = _unary_arg(x, op)
     ncol = -1 if ncol is _NCOL else ncol
     return _wrap(lib.pg_reshape(x._handle(op), _size(nrow, "nrow"), _size(ncol, "ncol")))

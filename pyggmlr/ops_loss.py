@@ -17,7 +17,7 @@ from ._args import as_float, show
 from ._core import lib
 from .errors import PyggmlrValueError
 from .ops import _loss_weights, _out, _pair
-from .tensor import ArrayLike, Tensor
+from .tensor import ArrayLike, Tensor, _as_tensor
 
 __all__ = [
     "ag_binary_cross_entropy_loss",
@@ -123,6 +123,9 @@ def ag_weighted_mse_loss(pred: ArrayLike, target: ArrayLike, weight: ArrayLike) 
     Raises: ShapeError when weight neither matches nor broadcasts, PyggmlrValueError for a
     negative or non-finite weight or a weight that requires grad, DTypeError on mixed dtypes."""
     op = "ag_weighted_mse_loss"
-    p, t = _pair(pred, target, op)
-    w = weight if isinstance(weight, Tensor) else _pair(p, weight, op)[1]
+    # plain data takes the dtype of the first tensor among the three (R's rule, as conv's)
+    like = next((v for v in (pred, target, weight) if isinstance(v, Tensor)), None)
+    p, t, w = (
+        v if isinstance(v, Tensor) else _as_tensor(v, op, like) for v in (pred, target, weight)
+    )
     return _out(lib.pg_weighted_mse_loss(p._handle(op), t._handle(op), w._handle(op)))

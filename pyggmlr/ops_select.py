@@ -32,17 +32,17 @@ def _ids_out(x: Tensor):
     return np.empty(x.shape[1], dtype=np.int64)
 
 
-def _f64_arg(x: ArrayLike) -> Tensor:
+def _f64_arg(x: ArrayLike, op: str) -> Tensor:
     """Ops with integer results read plain data as f64, as ggmlR ranks R's doubles themselves (an
-    f32 copy could turn a near tie into a tie)."""
-    return _as_tensor(x, code=lib.PG_DTYPE_F64, prefix=False)
+    f32 copy could turn a near tie into a tie); a conversion error names op, as R's."""
+    return _as_tensor(x, op, code=lib.PG_DTYPE_F64)
 
 
 def ag_argmax(x: ArrayLike) -> np.ndarray:
     """0-based row index of each column's largest entry (an int64 array of length ncol): NaN
     counts as -Inf (never chosen), ties go to the first index, a column with nothing above -Inf
     gives 0. Not differentiable: records and draws nothing."""
-    t = _f64_arg(x)
+    t = _f64_arg(x, "ag_argmax")
     out = _ids_out(t)
     _core.check(lib.pg_argmax(t._handle("ag_argmax"), ffi.cast("int64_t *", out.ctypes.data)))
     return out
@@ -90,7 +90,7 @@ def ag_sample_categorical(x: ArrayLike) -> np.ndarray:
     0-based int64 ids. As ggmlR: first one runif(n * batch) from the current stream, then the
     argmax of x + Gumbel noise -log(-log(u)). Not differentiable; entries masked with -1e4 are
     never drawn while another is not."""
-    t = _f64_arg(x)
+    t = _f64_arg(x, "ag_sample_categorical")
     out = _ids_out(t)
     ids = ffi.cast("int64_t *", out.ctypes.data)
     _core.check(lib.pg_sample_categorical(ffi.NULL, t._handle("ag_sample_categorical"), ids))

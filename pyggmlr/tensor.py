@@ -496,6 +496,10 @@ class Tensor:
     def __neg__(self) -> Tensor:
         return _ops.ag_neg(self)
 
+    def __pos__(self) -> Tensor:
+        """+t is t itself, as R's unary plus of an ag_tensor."""
+        return self
+
     def __getitem__(self, key: Any) -> Tensor:
         """t[i, j], slices, masks (tensor_index.py)."""
         return _index._getitem(self, key)
@@ -519,15 +523,14 @@ def is_ag_tensor(x: object) -> bool:
 def ag_tensor(data: Any, device: Optional[str] = None, dtype: Optional[str] = None) -> Tensor:
     """Create a tensor that does not require gradients.
 
-    data: numpy array (any memory order; ints, bools or floats), list, scalar or Tensor. A 1-D
-    array becomes an [n, 1] column, as in R. dtype: "f32" or "f64"; None = ag_default_dtype().
+    data: numpy array (any memory order; ints, bools or floats), list, scalar or Tensor (copied).
+    A 1-D array becomes an [n, 1] column, as in R. dtype: "f32" or "f64"; None =
+    ag_default_dtype(), for a Tensor too (as R's default).
     device: "cpu" (None = ag_default_device()).
     """
     _check_device(device, "ag_tensor")
     code = _dtype_code(dtype, "ag_tensor")
-    if isinstance(data, Tensor):
-        if dtype is None:
-            code = lib.pg_tensor_dtype(data._handle("ag_tensor"))
+    if isinstance(data, Tensor):  # a copy in dtype, the default too (R's, ggmlR's rule)
         return _wrap(lib.pg_tensor_cast(data._handle("ag_tensor"), code))
     return _as_tensor(data, "ag_tensor", code=code)
 

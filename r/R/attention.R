@@ -10,7 +10,7 @@ ag_flash_attention <- function(q, k, v, n_heads, scale = NULL, mask = NULL, caus
     .arg_fail("argument", "ag_flash_attention: n_heads must be a positive integer, got %s",
               .arg_show(n_heads))
   n_heads <- suppressWarnings(as.integer(n_heads))
-  if (!is.null(scale) && (!is.numeric(scale) || length(scale) != 1L))
+  if (!is.null(scale) && (!is.numeric(scale) || length(scale) != 1L || !is.null(dim(scale))))
     .arg_stop("ag_flash_attention: scale must be a number (or NULL for 1/sqrt(d_head))")
   scale <- if (is.null(scale)) NA_real_ else as.double(scale)
   causal <- .arg_flag(causal, "ag_flash_attention", "causal")  # "no" is not FALSE (Python's too)

@@ -32,7 +32,7 @@ ag_bce_with_logits_loss <- function(logits, target, pos_weight = NULL) {
 
 # a loss's number option (a non-number gets the core's text for a bad value)
 .loss_number <- function(v, op, arg, rule) {
-  if (!is.numeric(v) || length(v) != 1L)
+  if (!is.numeric(v) || length(v) != 1L || !is.null(dim(v)))  # no 1x1 matrix, as Python's
     .arg_fail("value", "%s: %s must be %s, got %s", op, arg, rule, deparse(v)[1L])
   as.double(v)
 }
@@ -40,7 +40,7 @@ ag_bce_with_logits_loss <- function(logits, target, pos_weight = NULL) {
 # torch's HuberLoss: 0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta); d = pred - target
 ag_huber_loss <- function(pred, target, delta = 1) {
   # a number goes to the core, which checks it (finite, > 0) with Python's message
-  if (!is.numeric(delta) || length(delta) != 1L)
+  if (!is.numeric(delta) || length(delta) != 1L || !is.null(dim(delta)))
     .arg_fail("value", "ag_huber_loss: delta must be a finite number > 0, got %s",
               deparse(delta)[1L])
   .Call(R_pg_huber_loss, pred, target, as.double(delta))

@@ -11,8 +11,11 @@ ag_div <- function(A, B) .Call(R_pg_div, A, B)
 # one number; NaN passes to the core as in Python (x * NaN is NaN; ag_clamp refuses a NaN bound
 # there), R's NA (missing) is refused
 .num1 <- function(v, op, arg) {
-  if ((!is.numeric(v) && !is.logical(v)) || length(v) != 1L || (is.na(v) && !is.nan(v)))
-    .arg_fail(if (length(v) == 1L && (is.numeric(v) || is.logical(v))) "value" else "argument",
+  # a 1x1 matrix is refused, as Python's [[2.0]] and R's own integer rule (ag_sum's dim)
+  if ((!is.numeric(v) && !is.logical(v)) || length(v) != 1L || !is.null(dim(v)) ||
+      (is.na(v) && !is.nan(v)))
+    .arg_fail(if (length(v) == 1L && is.null(dim(v)) && (is.numeric(v) || is.logical(v))) "value"
+              else "argument",
               "%s: '%s' must be a single number, got %s", op, arg, .arg_show(v))
   as.double(v)
 }
@@ -76,12 +79,12 @@ ag_reshape <- function(x, nrow, ncol = -1) {
 }
 
 ag_mse_loss <- function(pred, target) {
-  pred <- .need_tensor(pred, "ag_mse_loss")
+  pred <- .need_tensor(pred, "ag_mse_loss", if (inherits(target, "ag_tensor")) target)
   .Call(R_pg_mse_loss, pred, target)
 }
 
 ag_cross_entropy_loss <- function(pred, target) {
-  pred <- .need_tensor(pred, "ag_cross_entropy_loss")
+  pred <- .need_tensor(pred, "ag_cross_entropy_loss", if (inherits(target, "ag_tensor")) target)
   .Call(R_pg_cross_entropy_loss, pred, target)
 }
 

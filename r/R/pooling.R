@@ -18,10 +18,11 @@
 
 .pool_shape <- function(v, fn, n) {
   if (is.null(v)) return(NULL)
-  if (!is.numeric(v) || is.factor(v) || length(v) != n)
+  u <- if (is.list(v)) unlist(v) else v  # a list of numbers too, as the convolutions' (JSON)
+  if (!is.numeric(u) || is.factor(u) || length(u) != n || length(v) != n)
     .arg_fail("argument", "%s: input_shape must be %d numbers %s or NULL, got %s", fn, n,
               if (n == 3L) "c(C, H, W)" else "c(C, L)", .arg_show(v))
-  as.double(v)
+  as.double(u)
 }
 
 .pool <- function(x, kind, dims, kernel_size, stride, padding, input_shape, fn) {

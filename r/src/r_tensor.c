@@ -39,18 +39,14 @@ SEXP R_pg_tensor_cast(SEXP x, SEXP dtype)
 }
 
 /* the field writes of R_pg_tensor_field_set: x$data <- value, x$requires_grad <- flag,
- * x$grad <- value (NULL clears it) on the tensor handle x */
+ * x$grad <- value (NULL clears it) on the tensor handle x; a shape mismatch is the core's text,
+ * as Python's */
 static void tensor_write(SEXP x, SEXP value)
 {
     pg_tensor *t = r_get(x, R_TENSOR);
     pg_tensor *src = r_new_tensor(value, PG_DTYPE_F64, "$data<-");
     if (src == NULL) r_fail();
     int64_t nr = pg_tensor_nrow(src), nc = pg_tensor_ncol(src);
-    if (nr != pg_tensor_nrow(t) || nc != pg_tensor_ncol(t)) {
-        pg_tensor_release(src);
-        r_stopf(PG_STATUS_ERR_SHAPE, "$data<-: new value is [%lldx%lld] but the tensor is %s",
-                (long long)nr, (long long)nc, pg_desc(t));
-    }
     int rc = pg_tensor_write(t, pg_tensor_data(src), PG_DTYPE_F64, nr, nc, 1, nr);
     pg_tensor_release(src);
     if (rc) r_fail();

@@ -95,9 +95,9 @@ def test_wrong_types_to_every_op(bad):
         expect_typed(lambda: pg.ag_pow(good, bad), "ag_pow", pg.ArgumentError)
         expect_typed(lambda: pg.ag_clamp(good, bad), "ag_clamp", pg.ArgumentError)
     # the one integer rule: a number out of range is a bad value, anything else the wrong kind (a
-    # list is a (nrow, ncol) pair: one of another length is a bad value)
+    # list or array is a (nrow, ncol) pair: numbers of another count are a bad value, as R's)
     size_error: Any = pg.PyggmlrValueError if isinstance(bad, int) else pg.ArgumentError
-    if isinstance(bad, list):
+    if isinstance(bad, (list, np.ndarray)):
         size_error = (pg.PyggmlrValueError, pg.ArgumentError)
     expect_typed(lambda: pg.ag_reshape(good, bad), "ag_reshape", size_error)
     expect_typed(

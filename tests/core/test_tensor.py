@@ -74,11 +74,18 @@ def test_lists_scalars_and_vectors():
 
 def test_from_tensor_copies():
     a = pg.ag_tensor([[1.0, 2.0]], dtype="f64")
-    b = pg.ag_tensor(a)
+    b = pg.ag_tensor(a, dtype="f64")
     assert b.dtype == "f64" and b.id != a.id
     b.data = [[5.0, 6.0]]
     np.testing.assert_array_equal(a.numpy(), [[1, 2]])
-    assert pg.ag_tensor(a, dtype="f32").dtype == "f32"
+    # no dtype: the default dtype, as R's ag_tensor (ggmlR reads the default at call time)
+    assert pg.ag_tensor(a).dtype == pg.ag_default_dtype() == "f32"
+    prev = pg.ag_dtype("f64")
+    try:
+        assert pg.ag_tensor(pg.ag_tensor([[1.0]], dtype="f32")).dtype == "f64"
+        assert pg.ag_param(pg.ag_tensor([[1.0]], dtype="f32")).dtype == "f64"
+    finally:
+        pg.ag_dtype(prev)
 
 
 def test_tensor_class_constructor():
