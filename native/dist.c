@@ -1,5 +1,6 @@
 /* Data parallelism: fused gradient buffers (pack / unpack), replica averaging and weight copies.
  * No communication happens here; the bindings all-reduce or broadcast the flat buffers. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include "pg.h"
@@ -286,4 +287,24 @@ int pg_dist_zero_grad(pg_tensor **params, int64_t n)
     if (check_list(params, n, "zero_grad")) return pg_last_status();
     for (int64_t i = 0; i < n; i++) pg_tensor_set_grad(params[i], NULL);
     return 0;
+}
+
+double pg_mean_r(const double *x, int64_t n)
+{
+    if (!x || n <= 0) return NAN;
+    long double s = 0.0L;
+    for (int64_t i = 0; i < n; i++) s += x[i];
+    if (isfinite((double)s)) {
+        s /= n;
+    } else { /* maybe only overflowed: smaller terms, as R */
+        long double t = 0.0L;
+        for (int64_t i = 0; i < n; i++) t += x[i] / (double)n;
+        s = t;
+    }
+    if (isfinite((double)s)) {
+        long double t = 0.0L;
+        for (int64_t i = 0; i < n; i++) t += (x[i] - s);
+        s += t / n;
+    }
+    return (double)s;
 }

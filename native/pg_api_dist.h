@@ -51,3 +51,10 @@ int pg_dist_copy_values(pg_tensor **dst, pg_tensor **src, int64_t n);
 
 /* Drop the .grad of every tensor in the list (pg_tensor_set_grad(t, NULL) on each). */
 int pg_dist_zero_grad(pg_tensor **params, int64_t n);
+
+/* The mean of x[0..n-1] exactly as R's mean() of a double vector computes it (summary.c):
+ * s = long-double sum / n (when the sum overflows, the sum of x[i] / n instead), then, when s is
+ * finite, one correction pass s += (long-double sum of (x[i] - s)) / n; the result rounded to
+ * double. NaN for n <= 0 or a NULL x. dp_train averages its replicas' losses with it in both
+ * languages (numpy's pairwise mean differs from R's in the last bit). */
+double pg_mean_r(const double *x, int64_t n);

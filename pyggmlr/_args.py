@@ -57,6 +57,17 @@ def r_num(v) -> str:
     return ffi.string(lib.pg_format_r(buf, 64, as_float(v))).decode()
 
 
+def r_sprintf(v, spec: str) -> str:
+    """float v formatted with spec (".6f", ".2e") as R's sprintf() writes it: NaN, Inf and -Inf
+    spelled as R does (Python's format gave nan / inf / -inf)."""
+    f = as_float(v)
+    if math.isnan(f):
+        return "NaN"
+    if math.isinf(f):
+        return "Inf" if f > 0 else "-Inf"
+    return format(f, spec)
+
+
 def show(v, kind=True):
     """v in an error text as R's .arg_show shows it: one line, at most 80 characters, an int past
     a double as the double it reads as (R's 1e400: inf in Python's words, as the core's texts

@@ -75,16 +75,17 @@ def tensors(obj: Any, name: str) -> List[Tensor]:
     (first occurrence kept), in order. ArgumentError (naming `name`) for anything else."""
     c = source(obj, alt="params")
     try:
-        if c is None:
+        # a string or an array is no list (R's is.list): refused whole, not walked entry by entry
+        if c is None or isinstance(c, (str, bytes, np.ndarray)):
             raise TypeError
         vals = [v for _, v in pairs(c)]
     except TypeError:
-        raise ArgumentError(
-            f"{name}: expected a model, a dict or a list of tensors, got {type(c).__name__}"
+        raise ArgumentError(  # R's words (.mpi_tensors), a dict being Python's named list
+            f"{name}: expected a model, a list of ag_tensors or an ag_tensor, got {type(c).__name__}"
         ) from None
     for i, t in enumerate(vals):
         if not isinstance(t, Tensor):
-            raise ArgumentError(f"{name}: parameter {i + 1} is a {type(t).__name__}, not a tensor")
+            raise ArgumentError(f"{name}: parameter {i + 1} is not an ag_tensor")  # as R's
     return unique(vals)
 
 

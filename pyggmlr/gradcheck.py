@@ -8,7 +8,7 @@ from typing import Any, Callable, Dict, Optional
 import numpy as np
 
 from . import _core
-from ._args import _is_bool, as_float, is_real, plain, show
+from ._args import _is_bool, as_float, is_real, plain, r_sprintf, show
 from ._core import NULL, ffi, lib
 from .errors import ArgumentError
 from .tape import ag_no_grad, backward, with_grad_tape
@@ -101,12 +101,12 @@ def ag_gradcheck(
 
     Prints "[gradcheck] '<name>': max_err = ...  PASS|FAIL" per input and an overall line unless
     quiet (verbose adds both gradients). Returns a GradcheckResult (truthy iff all passed)."""
+    if not callable(fn):  # fn first, as the signature (and R) order them
+        raise ArgumentError(f"ag_gradcheck(): fn must be a function, got {type(fn).__name__}")
     if not isinstance(inputs, dict):
-        raise ArgumentError(
-            f"ag_gradcheck(): inputs must be a dict name -> tensor, got {type(inputs).__name__}"
+        raise ArgumentError(  # R's words (a dict is Python's named list)
+            f"ag_gradcheck(): inputs must be a named list, got {type(inputs).__name__}"
         )
-    if not callable(fn):
-        raise ArgumentError("ag_gradcheck(): fn must be callable")
     for nm, flag in (
         ("verbose", verbose),
         ("quiet", quiet),
@@ -185,7 +185,7 @@ def ag_gradcheck(
     if not quiet:
         for name in checked:
             print(
-                f"[gradcheck] '{name}': max_err = {errors[name]:.2e}  {'PASS' if per_input[name] else 'FAIL'}"
+                f"[gradcheck] '{name}': max_err = {r_sprintf(errors[name], '.2e')}  {'PASS' if per_input[name] else 'FAIL'}"
             )
             if verbose:
                 print("  analytical:")

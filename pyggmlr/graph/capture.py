@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, Optional
 import numpy as np
 
 from .. import _core
-from .._args import as_float, plain
+from .._args import as_float, plain, show
 from .._core import lib
 from ..errors import ArgumentError, PyggmlrValueError, ShapeError, StateError
 from ..optim.optimizer import clip_grad_norm, optimizer_adam
@@ -30,21 +30,45 @@ def _check_params(params: Any, where: str) -> None:
 
 
 def _matrix(v: Any, where: str, name: str) -> Tensor:
+    # numbers only, as R's is.numeric / is.logical: None (made a NaN), "1" (read as 1.0) and
+    # other kinds are refused up front, before fn runs
     try:
-        a = v.numpy() if isinstance(v, Tensor) else np.asarray(v, dtype=np.float64)
+        a = v.numpy() if isinstance(v, Tensor) else np.asarray(v)
     except (TypeError, ValueError):
+        a = None
+    if a is None or a.dtype.kind not in "biuf":
         raise ArgumentError(
             f"{where}: argument {name!r} must be numeric (a matrix or a vector), got {type(v).__name__}"
-        ) from None
+        )
+    return _as_tensor(_as_r_matrix(a.astype(np.float64)), where, prefix=False)
+
+
+def _as_r_matrix(a: np.ndarray) -> np.ndarray:
     if a.ndim == 0:
-        a = a.reshape(1, 1)
-    elif a.ndim == 1:
-        a = a.reshape(-1, 1)  # a vector is one column
-    return _as_tensor(np.asarray(a, dtype=np.float64), where, prefix=False)
+        return a.reshape(1, 1)
+    if a.ndim == 1:
+        return a.reshape(-1, 1)  # a vector is one column
+    return a
 
 
 def _out(v: Any) -> Any:
     return v.numpy() if isinstance(v, Tensor) else v
+
+
+def _result(out: Any) -> Any:
+    """A captured function's result as R's: a tensor as its matrix, a dict / list of outputs
+    element by element, anything else as.matrix (a number a 1x1 matrix, a vector a column)."""
+    if isinstance(out, Tensor):
+        return out.numpy()
+    if isinstance(out, dict):
+        return {k: _out(v) for k, v in out.items()}
+    if isinstance(out, (list, tuple)):
+        return [_out(v) for v in out]
+    try:
+        a = np.asarray(out)
+    except (TypeError, ValueError):
+        return out
+    return _as_r_matrix(a) if a.dtype.kind in "biufc" and a.ndim <= 2 else out
 
 
 def _check_max_norm(v: Any, fn: str) -> Optional[float]:
@@ -72,14 +96,7 @@ class Captured:
             raise ArgumentError(f"{self._where}: call the captured function with named arguments")
         tensors = {k: _matrix(v, self._where, k) for k, v in kwargs.items()}
         if self._step is None:
-            out = self._fn(**tensors)
-            if isinstance(out, Tensor):
-                return out.numpy()
-            return (
-                {k: _out(v) for k, v in out.items()}
-                if isinstance(out, dict)
-                else [_out(v) for v in out]
-            )
+            return _result(self._fn(**tensors))
         return _run_step(self._step, self._fn, tensors)
 
 
@@ -126,7 +143,8 @@ def ag_capture(fn: Callable[..., Any], params: Any = None) -> Captured:
     double matrix tensor; returns fn's result as a numpy array (or a dict / list of them).
     Raises ArgumentError when fn is not callable or params is not a list of tensors."""
     if not callable(fn):
-        raise ArgumentError("ag_capture: fn must be a function")
+        # ggmlR's stopifnot text, with what was given (R's words)
+        raise ArgumentError(f"ag_capture: is.function(fn) is not TRUE (got {show(fn)})")
     _check_params(params, "ag_capture")
     return Captured(fn, "ag_capture")
 

@@ -191,10 +191,12 @@ def ag_compile(
     replayed (e.g. fn calls ag_checkpoint); whatever fn raises."""
     op = "ag_compile"
     if not callable(fn):
-        raise ArgumentError(f"ag_compile(): fn must be callable, got {type(fn).__name__}")
+        raise ArgumentError(
+            f"ag_compile(): fn must be a function, got {type(fn).__name__}"
+        )  # R's words
     if not isinstance(build, str) or build not in _BUILDS:  # a list: unhashable
         raise PyggmlrValueError(
-            f"ag_compile(): build must be 'opt', 'grad' or 'forward', got {plain(build)!r}"
+            f'ag_compile(): build must be "opt", "grad" or "forward", got {plain(build)!r}'  # R's quotes
         )
     if build == "opt" and not isinstance(optimizer, Optimizer):
         raise ArgumentError(

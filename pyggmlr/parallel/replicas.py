@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Union
 import numpy as np
 
 from .. import _core, _walk
-from .._args import INT_MAX, as_float, check_int, check_real, is_real, plain, show
+from .._args import INT_MAX, as_float, check_int, check_real, is_real, plain, r_sprintf, show
 from .._core import NULL, ffi, lib
 from ..errors import ArgumentError, PyggmlrValueError
 from ..optim.optimizer import _grads_handle, clip_grad_norm, optimizer_adam
@@ -138,7 +138,9 @@ def dp_train(
         )
     if (
         isinstance(data, (str, bytes, dict))
-        or (isinstance(data, np.ndarray) and data.ndim == 0)  # (len() raised TypeError)
+        # an array is no list of samples (R refuses a matrix): its rows were read as samples
+        # and failed later, in the forward pass
+        or isinstance(data, np.ndarray)
         or not hasattr(data, "__len__")
         or not hasattr(data, "__getitem__")
     ):
@@ -242,9 +244,13 @@ def dp_train(
             for i, g in enumerate(grads):
                 gh[i] = g._m
             _core.check(lib.pg_dist_average_replicas(flat_arr, n_par, n_rep, gh))
-            lv = np.asarray(losses, dtype=np.float64)
+            ok = np.ascontiguousarray([v for v in losses if not math.isnan(v)], dtype=np.float64)
+            # R's mean() (long-double sum and a correction pass, in the core): np.mean's
+            # pairwise sum differed in the last bit with 3+ replicas
             history[it - 1] = (
-                float(np.mean(lv[~np.isnan(lv)])) if np.any(~np.isnan(lv)) else math.nan
+                lib.pg_mean_r(ffi.cast("const double *", ffi.from_buffer(ok)), len(ok))
+                if len(ok)
+                else math.nan
             )
             if math.isfinite(max_norm):
                 clip_grad_norm(plists[0], grads[0], max_norm)
@@ -256,7 +262,9 @@ def dp_train(
             ag_tape_clear()
             sync()
             if every and (it == 1 or it % every == 0):
-                print(f"[dp_train] iter {it:4d} / {n_iter}  loss = {history[it - 1]:.6f}")
+                print(
+                    f"[dp_train] iter {it:4d} / {n_iter}  loss = {r_sprintf(history[it - 1], '.6f')}"
+                )
     finally:
         ag_tape_clear()
     model0 = replicas[0]

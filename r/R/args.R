@@ -10,6 +10,11 @@
 # wrong kind of value, "value" for a bad one, or any kind r_guard.c names
 .arg_stop <- function(..., kind = "argument") .arg_fail(kind, "%s", paste0(...))
 
+# a required argument not given: R's text, classed and naming the function (R's own error was an
+# unclassed simpleError)
+.arg_missing <- function(fn, arg)
+  .arg_fail("argument", "%s: argument \"%s\" is missing, with no default", fn, arg)
+
 # match.arg's rule (an exact or unique partial match; the default vector gives its first) with
 # its text ("'arg' should be one of", as ggmlR's), naming the function, the argument and what was
 # given, classed

@@ -34,7 +34,10 @@ ag_capture <- function(fn, params = NULL) {
   .capture_params(params, "ag_capture")
   f <- function(...) {
     out <- do.call(fn, .capture_args(list(...), "ag_capture"))
-    if (is_ag_tensor(out)) as.matrix(out) else lapply(out, .capture_out)
+    # the spec's "as.matrix of the result or a list of matrices": a plain number is a 1x1
+    # matrix (lapply made it list(3)), as Python's
+    if (is_ag_tensor(out)) as.matrix(out) else if (is.list(out)) lapply(out, .capture_out)
+    else as.matrix(out)
   }
   structure(f, class = c("ag_captured", "function"), captures = new.env(parent = emptyenv()))
 }
@@ -73,8 +76,9 @@ ag_capture_step <- function(fn, params = NULL, optimizer, max_grad_norm = NULL) 
                 shapes, st$shapes)
     optimizer$zero_grad()
     res <- with_grad_tape(do.call(fn, args))
+    # res[["loss"]]: an exact name (res$loss took a "lossx" element by partial matching)
     loss <- if (is_ag_tensor(res)) res else if (is.list(res) &&
-                                                is_ag_tensor(res$loss)) res$loss else
+                                                is_ag_tensor(res[["loss"]])) res[["loss"]] else
       .arg_stop("ag_capture_step: fn must return the loss, or a named list with an element 'loss'",
                 kind = "value")
     grads <- backward(loss)
@@ -105,8 +109,8 @@ ag_capture_set <- function(f, max_grad_norm) {
               "clip", kind = "state")
   # checked before it replaces the limit: a refusal changes nothing
   v <- .check_max_norm(max_grad_norm, "ag_capture_set")
-  if (is.null(v)) .arg_stop("ag_capture_set: max_grad_norm must be one positive finite number",
-                            kind = "value")
+  if (is.null(v)) .arg_stop("ag_capture_set: max_grad_norm must be one positive finite number, ",
+                            "got NULL", kind = "value")  # what was given, as Python's
   st$limit <- v
   invisible(f)
 }

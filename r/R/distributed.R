@@ -42,10 +42,12 @@ ag_mpi_barrier <- function() invisible(.mpi()$mpi.barrier(0L))
 .mpi_tensors <- function(model, where) {
   p <- if (is_ag_tensor(model)) list(model)
        else if (.is_model(model)) .layer_params(model) else model
-  if (!is.list(p)) .mpi_stop("%s: expected a model, a list of ag_tensors or an ag_tensor, got %s",
-                             where, class(model)[[1L]])
-  for (i in seq_along(p)) if (!is_ag_tensor(p[[i]])) .mpi_stop("%s: entry %d is not an ag_tensor",
-      where, i)
+  # a wrong argument: an argument error, Python's texts (a DistributedError is for MPI itself)
+  if (!is.list(p))
+    .arg_fail("argument", "%s: expected a model, a list of ag_tensors or an ag_tensor, got %s",
+              where, class(model)[[1L]])
+  for (i in seq_along(p)) if (!is_ag_tensor(p[[i]]))
+    .arg_fail("argument", "%s: parameter %d is not an ag_tensor", where, i)
   unname(.dedup(p))
 }
 
@@ -90,13 +92,16 @@ ag_broadcast_parameters <- function(model, root = 0L, buffers = TRUE) {
 # sum_r(weight_r * g_r) / sum_r(weight_r) in place, in one all-reduce of an f64 buffer
 # (gradients * weight | presence flags | weight); returns the total weight
 ag_allreduce_gradients <- function(params, grads = NULL, weight = 1, check = TRUE) {
+  # Python's order: the parameters, the map (its text with what was given), the weight, check
+  h <- .mpi_handles(.mpi_tensors(params, "ag_allreduce_gradients"))
+  grads <- .map_handle(grads, "ag_allreduce_gradients")
   if (!is.numeric(weight) || is.factor(weight) || length(weight) != 1L)  # classed as Python's
     .arg_fail("argument", "ag_allreduce_gradients: weight must be a number, got %s",
               .arg_show(weight))
   .Call(R_pg_arg_real, "ag_allreduce_gradients", "weight", as.double(weight), 0, FALSE,
         "finite and >= 0", NULL, FALSE)  # the core's rule and text, as Python's
   check <- .arg_flag(check, "ag_allreduce_gradients", "check")  # "no" is not FALSE (Python's too)
-  .mpi_allreduce(.mpi_handles(.mpi_tensors(params, "ag_allreduce_gradients")), grads, weight, check)
+  .mpi_allreduce(h, grads, weight, check)
 }
 
 # the all-reduce on handles already collected (ag_fit collects them once per run, not per step)

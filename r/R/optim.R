@@ -179,6 +179,8 @@ print.ag_optimizer_adam <- function(x, ...) {
 }
 
 clip_grad_norm <- function(params, grads, max_norm) {
+  if (missing(params)) .arg_missing("clip_grad_norm", "params")
+  if (missing(max_norm)) max_norm <- NULL  # Python's None: its text, "got NULL"
   params <- .param_list(params, "clip_grad_norm")
   if (!is.numeric(max_norm) || is.factor(max_norm) || length(max_norm) != 1L)  # Python's order
     .arg_fail("argument", "clip_grad_norm: max_norm must be a number, got %s",
@@ -197,9 +199,11 @@ clip_grad_norm <- function(params, grads, max_norm) {
 
 clip_grad_value <- function(params, grads, clip_value) {
   call <- sys.call()
+  if (missing(clip_value)) clip_value <- NULL  # Python's None: its text, "got NULL"
   if (!is.numeric(clip_value) || length(clip_value) != 1L)
     .arg_fail("value", "%s: clip_value must be a single positive finite number, got %s",
               "clip_grad_value", .arg_show(clip_value))
+  if (missing(params)) .arg_missing("clip_grad_value", "params")
   params <- .param_list(params, "clip_grad_value")
   m <- if (missing(grads)) NULL else .map_handle(grads, "clip_grad_value")
   invisible(.core_with_call(.Call(R_pg_clip_grad_value, lapply(params, function(p) p$.ptr), m,
@@ -213,6 +217,7 @@ check_grad_anomaly <- function(params, grads, action = c("warn", "stop", "silent
     .arg_fail(if (is.numeric(max_abs) && length(max_abs) == 1L) "value" else "argument",
               "check_grad_anomaly: max_abs must be NULL or a single number, got %s",
               .arg_show(max_abs))
+  if (missing(params)) .arg_missing("check_grad_anomaly", "params")
   params <- .param_list(params, "check_grad_anomaly")
   m <- if (missing(grads)) NULL else .map_handle(grads, "check_grad_anomaly")
   r <- .core_with_call(.Call(R_pg_grad_anomaly, lapply(params, function(p) p$.ptr), m), sys.call())

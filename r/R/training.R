@@ -101,8 +101,10 @@ print.ag_dataloader <- function(x, ...) {
 # exactly (the saved values are written back) and their $grad is left as it was.
 ag_gradcheck <- function(fn, inputs, eps = NULL, atol = NULL, verbose = FALSE, quiet = FALSE,
                          rtol = NULL) {
-  if (!is.function(fn)) .arg_stop("ag_gradcheck(): fn must be a function")
-  if (!is.list(inputs)) .arg_stop("ag_gradcheck(): inputs must be a named list")
+  # what was given, as Python's (the class for its type name)
+  if (!is.function(fn)) .arg_stop("ag_gradcheck(): fn must be a function, got ", class(fn)[[1L]])
+  if (!is.list(inputs))
+    .arg_stop("ag_gradcheck(): inputs must be a named list, got ", class(inputs)[[1L]])
   for (nm in c("verbose", "quiet")) {  # if (!quiet) as ggmlR's: one non-NA logical or number
     v <- get(nm)
     if (!(is.logical(v) || is.numeric(v)) || is.factor(v) || length(v) != 1L || is.na(v))

@@ -18,7 +18,9 @@ SEXP R_pg_graph_record_end(SEXP out, SEXP inputs, SEXP build, SEXP opt)
 SEXP R_pg_graph_set_input(SEXP gp, SEXP i, SEXP value)
 {
     pg_graph *g = r_get(gp, R_GRAPH);
-    pg_tensor *src = r_new_tensor(value, PG_DTYPE_F64, "compiled step");
+    char op[48]; /* the input's number in the refusals, as Python's ("compiled step: input 1") */
+    snprintf(op, sizeof op, "compiled step: input %d", Rf_asInteger(i) + 1);
+    pg_tensor *src = r_new_tensor(value, PG_DTYPE_F64, op);
     if (!src) r_fail();
     int64_t nr = pg_tensor_nrow(src), nc = pg_tensor_ncol(src);
     int rc = pg_graph_set_input(g, (int64_t)Rf_asInteger(i), pg_tensor_data(src), PG_DTYPE_F64, nr,

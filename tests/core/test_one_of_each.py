@@ -53,12 +53,16 @@ def test_walk_buffers_and_ggmlr_params():
 
 
 def test_walk_errors_name_the_caller():
-    with pytest.raises(pg.ArgumentError, match=r"^f: parameter 2 is a int, not a tensor$"):
+    with pytest.raises(pg.ArgumentError, match=r"^f: parameter 2 is not an ag_tensor$"):
         _walk.tensors([pg.ag_param([[1.0]]), 3], "f")
     with pytest.raises(
-        pg.ArgumentError, match=r"^f: expected a model, a dict or a list of tensors, got int$"
+        pg.ArgumentError,
+        match=r"^f: expected a model, a list of ag_tensors or an ag_tensor, got int$",
     ):
         _walk.tensors(3, "f")
+    for v, kind in (("ab", "str"), (np.ones(2), "ndarray")):  # refused whole, as R's is.list
+        with pytest.raises(pg.ArgumentError, match=f"^f: expected a model, .* got {kind}$"):
+            _walk.tensors(v, "f")
     # R's texts (issue 29: Python's words differed, and a string was walked as a list)
     with pytest.raises(
         pg.ArgumentError, match=r"^g: params must be a list of ag_tensors, got None$"

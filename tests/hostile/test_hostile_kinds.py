@@ -28,7 +28,7 @@ def test_layout_array_is_a_value_error(fn):
 
 
 def test_compile_build_list_is_refused():
-    with pytest.raises(pg.PyggmlrValueError, match=r"^ag_compile\(\): build must be 'opt', "):
+    with pytest.raises(pg.PyggmlrValueError, match=r'^ag_compile\(\): build must be "opt", '):
         pg.ag_compile(lambda x: x, build=["opt"])
 
 

@@ -231,3 +231,26 @@ def test_dp_train_errors():
 
 # ---------------------------------------------------------------------------------------------
 # the C helpers
+
+
+def test_dp_train_refuses_an_array_as_data_and_prints_nan_as_r(capsys):
+    """A numpy array is no list of samples (its rows were taken as samples, then a ShapeError);
+    a NaN loss prints as R's NaN (was nan)."""
+    with pytest.raises(pg.ArgumentError,
+                       match="^dp_train: data must be a list of samples, got ndarray$"):  # fmt: skip
+        pg.dp_train(lambda: pg.ag_linear(2, 1), np.ones((4, 2)), verbose=False)
+    pg.dp_train(lambda: pg.ag_linear(2, 1), [np.full((2, 1), np.nan)], n_iter=1, verbose=1,
+                loss_fn=lambda o, s: pg.ag_mean(o))  # fmt: skip
+    assert capsys.readouterr().out == "[dp_train] iter    1 / 1  loss = NaN\n"
+
+
+def test_dp_train_loss_history_is_r_mean_of_the_replicas():
+    """Three replicas: each entry is R's mean() of their losses (the core's pg_mean_r: a
+    long-double sum and a correction pass), not numpy's pairwise mean."""
+    from pyggmlr._core import ffi, lib
+
+    x = ["0x1.473547e47dc0ep+0", "0x1.5eb91dbbd7c14p+0", "0x1.7a86bb4f27cc0p+0"]
+    a = np.ascontiguousarray([float.fromhex(v) for v in x])
+    m = lib.pg_mean_r(ffi.cast("const double *", ffi.from_buffer(a)), 3)
+    assert m.hex() == "0x1.60270afa7f1a1p+0"  # R's mean(x), sprintf("%a")
+    assert float(np.mean(a)).hex() == "0x1.60270afa7f1a0p+0"  # numpy's, one ulp off

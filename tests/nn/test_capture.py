@@ -106,3 +106,35 @@ def test_gradcheck_negative_tolerance_is_refused():
     W = pg.ag_param(np.ones((2, 2)))
     with pytest.raises(pg.PyggmlrValueError, match="atol and rtol must be >= 0"):
         pg.ag_gradcheck(lambda i: pg.ag_sum(i["W"]), {"W": W}, atol=-1, quiet=True)
+
+
+def test_capture_refusals_and_plain_number_results_are_rs():
+    """ag_capture(1): ggmlR's stopifnot text; None or a string refused before fn runs (None was
+    a NaN tensor, "1" the number 1); a plain number result is a 1x1 matrix (was a TypeError)."""
+    with pytest.raises(
+        pg.ArgumentError, match=r"^ag_capture: is\.function\(fn\) is not TRUE \(got 1\)$"
+    ):
+        pg.ag_capture(1)
+    calls = []
+    f = pg.ag_capture(lambda x: calls.append(1) or x)
+    for v, kind in ((None, "NoneType"), ("1", "str")):
+        with pytest.raises(pg.ArgumentError, match=f"^ag_capture: argument 'x' must be numeric "
+                           fr"\(a matrix or a vector\), got {kind}$"):  # fmt: skip
+            f(x=v)
+    assert calls == []
+    out = pg.ag_capture(lambda x: 3.0)(x=np.ones((2, 1)))
+    assert out.shape == (1, 1) and out[0, 0] == 3.0
+    assert pg.ag_capture(lambda x: np.array([1.0, 2.0]))(x=1.0).shape == (2, 1)
+
+
+def test_gradcheck_checks_fn_first_and_prints_inf_as_r(capsys):
+    with pytest.raises(
+        pg.ArgumentError, match=r"^ag_gradcheck\(\): fn must be a function, got int$"
+    ):
+        pg.ag_gradcheck(1, 2)  # inputs was checked first
+    with pytest.raises(pg.ArgumentError,
+                       match=r"^ag_gradcheck\(\): inputs must be a named list, got int$"):  # fmt: skip
+        pg.ag_gradcheck(lambda i: i, 2)
+    a, b = pg.ag_param(np.ones((1, 1))), pg.ag_param(np.ones((1, 1)))
+    pg.ag_gradcheck(lambda i: pg.ag_sum(i["a"]), {"a": a, "b": b})
+    assert "[gradcheck] 'b': max_err = Inf  FAIL" in capsys.readouterr().out.splitlines()

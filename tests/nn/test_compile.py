@@ -321,5 +321,5 @@ def test_compiled_dropout_draws_new_masks_as_eager(rng):
 
 def test_a_fn_that_is_not_callable_is_named_by_its_type():
     """R's text names the class too now (issue 29: it said only "fn must be a function")"""
-    with pytest.raises(pg.ArgumentError, match=r"^ag_compile\(\): fn must be callable, got int$"):
+    with pytest.raises(pg.ArgumentError, match=r"^ag_compile\(\): fn must be a function, got int$"):
         pg.ag_compile(3, np.ones((2, 2)))

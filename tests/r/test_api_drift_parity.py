@@ -141,7 +141,7 @@ _CASES = [  # (id, Python call, R call, Python type, Python text, R text or None
      pg.PyggmlrValueError, "lr_scheduler_step: step_size must be a single number, got 'a'",
      'step_size must be a single number, got "a"'),
     ("compile fn", lambda: pg.ag_compile(3, _X), "ag_compile(3, x)", pg.ArgumentError,
-     "ag_compile(): fn must be callable, got int",  # R said only "must be a function"
+     "ag_compile(): fn must be a function, got int",  # R's words; Python said "callable"
      "ag_compile(): fn must be a function, got numeric"),
     ("sched mode", lambda: pg.lr_scheduler_cyclic(3, 0.1, 0.2, mode="saw"),
      'lr_scheduler_cyclic(3, 0.1, 0.2, mode = "saw")', pg.PyggmlrValueError,

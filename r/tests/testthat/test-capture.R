@@ -95,3 +95,26 @@ test_that(paste0("a failed captured step fixes no shape; non-numeric arguments a
                             quiet = TRUE),
                "atol and rtol must be >= 0", fixed = TRUE)
 })
+
+test_that("a captured step takes the element named exactly loss; ag_capture_set(NULL) says so", {
+  w <- ag_param(matrix(1, 2, 1))
+  s <- ag_capture_step(function(x) list(lossx = ag_sum(ag_mul(w, x))),
+                       optimizer = optimizer_adam(list(w)))
+  e <- tryCatch(s(x = c(1, 1)), error = function(e) e)  # res$loss took lossx and trained
+  expect_s3_class(e, "pyggmlr_value_error")
+  expect_identical(conditionMessage(e), paste0("ag_capture_step: fn must return the loss, or a ",
+                                               "named list with an element 'loss'"))
+  expect_identical(as.vector(w$data), c(1, 1))
+  s2 <- ag_capture_step(function(x) ag_sum(ag_mul(w, x)), optimizer = optimizer_adam(list(w)),
+                        max_grad_norm = 1)
+  e <- tryCatch(ag_capture_set(s2, NULL), error = function(e) e)
+  expect_s3_class(e, "pyggmlr_value_error")
+  expect_identical(conditionMessage(e), paste0("ag_capture_set: max_grad_norm must be one ",
+                                               "positive finite number, got NULL"))
+  out <- ag_capture(function(x) 3)(x = c(1, 1))  # as.matrix of the result (was list(3))
+  expect_true(is.matrix(out))
+  expect_identical(dim(out), c(1L, 1L))
+  expect_error(ag_capture(function(x) x)(x = NULL),
+               "must be numeric (a matrix or a vector), got NULL", fixed = TRUE,
+               class = "pyggmlr_argument_error")
+})

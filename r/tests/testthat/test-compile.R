@@ -272,3 +272,11 @@ test_that("a fn that is no function is named by its class, as Python's (issue 29
   expect_s3_class(e, "pyggmlr_argument_error")
   expect_identical(conditionMessage(e), "ag_compile(): fn must be a function, got numeric")
 })
+
+test_that("a compiled step names the input it refuses, as Python's", {
+  s <- ag_compile(function(x) ag_sum(x), matrix(1, 2, 1), build = "forward")
+  expect_error(s("a"), paste0("compiled step: input 1: expected a numeric matrix, vector or ",
+                              "ag_tensor, got character"), fixed = TRUE,
+               class = "pyggmlr_dtype_error")
+  expect_error(s(NULL), "compiled step: input 1: expected", fixed = TRUE)
+})

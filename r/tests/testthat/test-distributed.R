@@ -117,3 +117,19 @@ test_that("dp_train: loss_fn = NULL uses the forward result; data as tensors; er
   grow <- function() { k <<- k + 1; ag_linear(2, k) }
   expect_error(dp_train(grow, xs, n_replicas = 2, verbose = FALSE), "same architecture|dp_train")
 })
+
+test_that("the distributed helpers' bad arguments are argument errors with Python's texts", {
+  cases <- list(
+    list(quote(ag_parameters_spread(1)), paste0("ag_parameters_spread: expected a model, a list ",
+                                                "of ag_tensors or an ag_tensor, got numeric")),
+    list(quote(ag_parameters_spread(list(ag_param(matrix(1)), 2))),
+         "ag_parameters_spread: parameter 2 is not an ag_tensor"),
+    list(quote(ag_allreduce_gradients(ag_linear(2, 1), 5)),
+         paste0("ag_allreduce_gradients: grads must be the environment returned by backward() ",
+                "or NULL, got numeric")))
+  for (cs in cases) {
+    e <- tryCatch(eval(cs[[1L]]), error = function(e) e)  # was pyggmlr_distributed_error
+    expect_s3_class(e, "pyggmlr_argument_error")
+    expect_identical(conditionMessage(e), cs[[2L]])
+  }
+})

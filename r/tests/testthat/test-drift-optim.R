@@ -87,3 +87,20 @@ test_that("a list layer (ag_linear) is its parameters for optimizers and the gra
   expect_error(optimizer_adam(list(l$W, "a")), "optimizer_adam: parameter 2 is not an ag_tensor",
                fixed = TRUE, class = "pyggmlr_argument_error")
 })
+
+test_that("a missing argument of the gradient helpers is a classed refusal naming the function", {
+  w <- ag_param(matrix(1))
+  for (call in list(quote(clip_grad_norm(max_norm = 1)), quote(clip_grad_value(clip_value = 1)),
+                    quote(check_grad_anomaly()))) {
+    e <- tryCatch(eval(call), error = function(e) e)  # R's unclassed "argument ... is missing"
+    expect_s3_class(e, "pyggmlr_argument_error")
+    expect_identical(conditionMessage(e),
+                     sprintf("%s: argument \"params\" is missing, with no default",
+                             as.character(call[[1L]])))
+  }
+  expect_error(clip_grad_norm(list(w)), "^clip_grad_norm: max_norm must be a number, got NULL$",
+               class = "pyggmlr_argument_error")
+  expect_error(clip_grad_value(list(w)),
+               "^clip_grad_value: clip_value must be a single positive finite number, got NULL$",
+               class = "pyggmlr_value_error")
+})
