@@ -138,6 +138,14 @@ void test_dist(void)
         CHECK(pg_dist_average_replicas(ps, 2, 2, none) == 0);
         CHECK(pg_tensor_grad(b0) != NULL); /* made from replica 1's gradient */
         CHECK(pg_dist_copy_values(&a1, &a0, 1) == 0);
+        { /* R 4.2's mean() of these three (its correction pass; the plain sum / 3 ends in ...31) */
+            const double x[3] = {0x1.11e82a9ec0545p-5, -0x1.4ca9822ccc94bp+5,
+                                 -0x1.1f2798ea528d5p+2};
+            CHECK(pg_mean_r(x, 3) == -0x1.eb0d4eff3ef3p+3);
+            CHECK(isnan(pg_mean_r(x, 0)) && isnan(pg_mean_r(NULL, 3)));
+            const double big[3] = {1e308, 1e308, -1e308}; /* 2e308 midway: long double holds it */
+            CHECK(pg_mean_r(big, 3) == 0x1.7bbef5d3a60d5p+1021);
+        }
         CHECK(pg_dist_zero_grad(ps, 4) == 0 && pg_tensor_grad(a0) == NULL);
         CHECK(pg_dist_flat_len(NULL, 2, 0) < 0);
         pg_clear_error();
