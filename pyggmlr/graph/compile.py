@@ -87,7 +87,10 @@ class CompiledStep:
             _free(g)
 
     def __repr__(self) -> str:
-        """The graph's memory summary, the text R's print() of a compiled step shows."""
+        """The graph's memory summary, the text R's print() of a compiled step shows (an object
+        whose construction failed has no graph: the default repr, never an error)."""
+        if self.__dict__.get("_g") is None:
+            return object.__repr__(self)
         return str(self.memory(top=0))
 
     @property

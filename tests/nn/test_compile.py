@@ -323,3 +323,14 @@ def test_a_fn_that_is_not_callable_is_named_by_its_type():
     """R's text names the class too now (issue 29: it said only "fn must be a function")"""
     with pytest.raises(pg.ArgumentError, match=r"^ag_compile\(\): fn must be a function, got int$"):
         pg.ag_compile(3, np.ones((2, 2)))
+
+
+def test_repr_is_the_graph_summary_and_never_raises():
+    from pyggmlr.graph.compile import CompiledStep
+
+    m = pg.ag_linear(2, 1)
+    step = pg.ag_compile(lambda a, b: pg.ag_mse_loss(m(a), b), np.ones((2, 3)), np.ones((1, 3)),
+                         optimizer=pg.optimizer_sgd(m.parameters(), lr=0.1))  # fmt: skip
+    assert repr(step) == str(step.memory(top=0)) and repr(step).startswith("Compiled graph (opt)")
+    bare = CompiledStep.__new__(CompiledStep)  # as after a failed construction: no graph
+    assert repr(bare).startswith("<pyggmlr.graph.compile.CompiledStep object")
