@@ -27,7 +27,7 @@ from .._core import F32, F64, NULL, ffi, lib
 from ..errors import ArgumentError, PyggmlrError, PyggmlrValueError
 from ..optim.optimizer import _grads_handle
 from ..tape import Gradients
-from ..tensor import Tensor
+from ..tensor import Tensor, _dtype_code
 
 #: A parameter list as the functions here accept it: a model (anything with parameters()), a
 #: dict name -> tensor, a single tensor or an iterable of tensors; matched by position.
@@ -81,15 +81,13 @@ def _arr(tensors):
     return ffi.new("pg_tensor *[]", [t._handle() for t in tensors] or 1)
 
 
-def _buf_dtype(tensors, dtype):
-    if dtype is None:
-        return F64 if any(lib.pg_tensor_dtype(t._p) == F64 for t in tensors) else F32
-    named = isinstance(dtype, (str, type))  # an array: `in` would compare elementwise
-    if named and dtype in ("f32", np.float32):
-        return F32
-    if named and dtype in ("f64", np.float64):
-        return F64
-    raise PyggmlrValueError(f"buffer dtype must be 'f32' or 'f64', got {plain(dtype)!r}")
+def _buf_dtype(tensors, dtype, fn=None):
+    """The buffer's dtype code: dtype's (fn: the caller, named in a refusal), else f64 when fn
+    (an all-reduce: sums in f64, as R's, whose Rmpi reduces doubles only), else the tensors'
+    (a broadcast: f32 values pass exactly in an f32 buffer)."""
+    if dtype is not None or fn is not None:
+        return F64 if dtype is None else _dtype_code(dtype, fn)
+    return F64 if any(lib.pg_tensor_dtype(t._p) == F64 for t in tensors) else F32
 
 
 def _np_dtype(code):
@@ -338,8 +336,9 @@ def ag_allreduce_gradients(
     samples in the step: the result is sum_r(weight_r * g_r) / sum_r(weight_r), the gradient of
     a per-sample mean loss over all ranks' samples (weight 1 everywhere: the plain mean).
     A rank with weight 0 (no data this step) still has to call. Parameters no rank has a
-    gradient for stay without one. dtype: buffer precision (default: f64 if any parameter is
-    f64, else f32). check: first verify with a tiny all-reduce that all ranks agree on the
+    gradient for stay without one. dtype: the buffer's precision, "f64" (None, the default, as
+    R's: the sums R gives, bit for bit) or "f32" (half the bytes; Python only, since Rmpi reduces
+    doubles only; the last bits differ from f64's). check: first verify with a tiny all-reduce that all ranks agree on the
     layout (a mismatch raises DistributedError on every rank instead of corrupting memory).
     Returns the total weight (a float).
     Raises: DistributedError (MPI missing, layouts differ), PyggmlrValueError for a negative or
@@ -351,12 +350,12 @@ def ag_allreduce_gradients(
     weight = check_real(weight, "ag_allreduce_gradients", "weight")
     fn, rule = b"ag_allreduce_gradients", b"finite and >= 0"  # the core's rule and text, as R's
     _core.check(lib.pg_arg_real(fn, b"weight", weight, 0, 0, rule, NULL, 0))
+    code = _buf_dtype(tensors, dtype, "ag_allreduce_gradients")  # before any MPI call, as R's
     check = check_flag(check, "ag_allreduce_gradients", "check")  # "no" is not True (R's too)
     MPI = _import_mpi()
     if check and comm.Get_size() > 1:
         _check_layout(comm, tensors, "ag_allreduce_gradients")
     arr, n = _arr(tensors), len(tensors)
-    code = _buf_dtype(tensors, dtype)
     L = _flat_len(arr, n, 1)
     buf = np.empty(L + 1, dtype=_np_dtype(code))  # gradients * weight | presence flags | weight
     _pack(arr, n, gh, _GRAD, 1, weight, buf)

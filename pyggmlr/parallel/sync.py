@@ -70,7 +70,7 @@ class DistributedOptimizer:
     clipped (clip_grad_norm) before the step, identically on every rank.
 
     Args: optimizer: an Optimizer; comm: default the one from init; dtype: the all-reduce
-    buffer precision ('f32' / 'f64'; default from the parameters); max_norm: a number.
+    buffer precision ('f64', the default as R's, or 'f32'); max_norm: a number.
     Raises: ArgumentError when optimizer is not an Optimizer, DistributedError when MPI is
     missing."""
 

@@ -91,8 +91,9 @@ ag_broadcast_parameters <- function(model, root = 0L, buffers = TRUE) {
 
 # sum_r(weight_r * g_r) / sum_r(weight_r) in place, in one all-reduce of an f64 buffer
 # (gradients * weight | presence flags | weight); returns the total weight
-ag_allreduce_gradients <- function(params, grads = NULL, weight = 1, check = TRUE) {
-  # Python's order: the parameters, the map (its text with what was given), the weight, check
+ag_allreduce_gradients <- function(params, grads = NULL, weight = 1, dtype = NULL, check = TRUE) {
+  # Python's order: the parameters, the map (its text with what was given), the weight, dtype,
+  # check
   h <- .mpi_handles(.mpi_tensors(params, "ag_allreduce_gradients"))
   grads <- .map_handle(grads, "ag_allreduce_gradients")
   if (!is.numeric(weight) || is.factor(weight) || length(weight) != 1L)  # classed as Python's
@@ -100,6 +101,10 @@ ag_allreduce_gradients <- function(params, grads = NULL, weight = 1, check = TRU
               .arg_show(weight))
   .Call(R_pg_arg_real, "ag_allreduce_gradients", "weight", as.double(weight), 0, FALSE,
         "finite and >= 0", NULL, FALSE)  # the core's rule and text, as Python's
+  # "f64" (NULL) only: Rmpi reduces doubles, so Python's "f32" buffer has no R twin
+  if (!is.null(dtype) && .dtype_code(dtype, "ag_allreduce_gradients") != .pg$code$dtype[["F64"]])
+    .arg_fail("dtype", paste0("ag_allreduce_gradients: dtype \"f32\" needs an f32 all-reduce, ",
+                              "which Rmpi does not have; use \"f64\" (the default)"))
   check <- .arg_flag(check, "ag_allreduce_gradients", "check")  # "no" is not FALSE (Python's too)
   .mpi_allreduce(h, grads, weight, check)
 }

@@ -400,6 +400,12 @@ def test_mpi_ag_fit_same_bits_in_r_and_python(tmp_path):
     # 72 training samples, logical batches of 2 ranks x 16: 64 samples counted per epoch, on rank 0
     assert all(abs(a * 64 - round(a * 64)) < 1e-12 for a in rep["accuracy"])
     assert rep["loss"][-1] < rep["loss"][0] and len(rep["weights"]) == 4 * 8 + 8 + 8 * 3 + 3
+    assert _r_ranks("fit_parity.R", tmp_path) == rep
+
+
+def _r_ranks(script, tmp_path):
+    """The R twin `script` on 2 ranks (Rscript under mpirun, Rmpi): what its rank 0 wrote. CI
+    has R with Rmpi, so it fails there rather than skip."""
     if not _have_rmpi():
         why = (
             "Rmpi does not load (apt-get install r-cran-rmpi libopenmpi-dev): the R half cannot run"
@@ -409,24 +415,27 @@ def test_mpi_ag_fit_same_bits_in_r_and_python(tmp_path):
         pytest.skip("this machine has no R with Rmpi; " + why)
     rout = str(tmp_path / "r.json")
     env = dict(os.environ, OMPI_MCA_btl_vader_single_copy_mechanism="none")
-    rr = subprocess.run(
-        [
-            _MPIRUN,
-            "--allow-run-as-root",
-            "--oversubscribe",
-            "-np",
-            "2",
-            _RSCRIPT,
-            os.path.join(HERE, "fit_parity.R"),
-            rout,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
+    cmd = [_MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", "2", _RSCRIPT,
+           os.path.join(HERE, script), rout]  # fmt: skip
+    rr = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
     assert rr.returncode == 0, rr.stdout + rr.stderr
-    assert json.load(open(rout)) == rep
+    return json.load(open(rout))
+
+
+@needs_mpi
+def test_mpi_allreduce_gradients_same_bits_in_r_and_python(tmp_path):
+    """A hand-written loop's ag_allreduce_gradients on 2 ranks, f32 parameters, unequal weights:
+    Python's default buffer is f64, as R's (Rmpi reduces doubles only), so both languages get
+    the same averaged gradients, bit for bit; dtype="f64" is that default. (Python's default
+    was the parameters' f32, whose sums differed from R's in 6 of these 16 values.)"""
+    got = {}
+    for dt in ("", "f64"):
+        out = str(tmp_path / f"py{dt}.json")
+        r, _ = _mpirun("allreduce_parity.py", out, *([dt] if dt else []))
+        assert r.returncode == 0, r.stdout + r.stderr
+        got[dt] = json.load(open(out))
+    assert got[""] == got["f64"] and len(got[""]) == 16
+    assert _r_ranks("allreduce_parity.R", tmp_path) == got[""]
 
 
 _BAD_WEIGHT = """

@@ -46,7 +46,7 @@ def test_mpi_arguments_of_another_kind_are_typed_errors():
     out = _run(_KINDS)
     assert out == [
         ["ArgumentError", "ag_allreduce_gradients: check must be True or False, got str 'no'"],
-        ["PyggmlrValueError", "buffer dtype must be 'f32' or 'f64', got array([1., 1.])"],
+        ["DTypeError", "ag_allreduce_gradients: dtype must be 'f32' or 'f64', got array([1., 1.])"],
         ["ArgumentError",
          "ag_broadcast_parameters: buffers must be True or False, got ndarray array([1., 1.])"],
         ["ArgumentError",

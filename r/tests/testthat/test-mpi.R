@@ -28,6 +28,17 @@ test_that("ag_allreduce_gradients' weight: the core's rule and text, before any 
                class = "pyggmlr_argument_error")
 })
 
+test_that("ag_allreduce_gradients(dtype =): f64 only (Rmpi reduces doubles), before any MPI call", {
+  m <- ag_linear(2, 3)
+  expect_error(ag_allreduce_gradients(m, dtype = "f32"),
+               paste0("ag_allreduce_gradients: dtype \"f32\" needs an f32 all-reduce, which Rmpi ",
+                      "does not have; use \"f64\" (the default)"), fixed = TRUE,
+               class = "pyggmlr_dtype_error")
+  expect_error(ag_allreduce_gradients(m, dtype = "x"),  # Python's text, R's quotes
+               "ag_allreduce_gradients: dtype must be \"f32\" or \"f64\", got \"x\"", fixed = TRUE,
+               class = "pyggmlr_dtype_error")
+})
+
 test_that("ag_allreduce_gradients(check =) takes TRUE or FALSE only, before any MPI call", {
   m <- ag_linear(2, 3)
   for (bad in list("no", 1, NA, c(TRUE, TRUE)))  # isTRUE read them as FALSE: no layout check
