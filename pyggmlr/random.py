@@ -90,7 +90,13 @@ def _count(n: Any, fn: str) -> int:
 
 
 def _vec(v: Any, fn: str, name: str, empty_ok: bool = False):
+    # None and text are refused, as R's "invalid arguments" (numpy would read NaN and "1.5")
+    text = v is None or np.asarray(v).dtype.kind in "USO" and any(
+        x is None or isinstance(x, (str, bytes)) for x in np.asarray(v, dtype=object).reshape(-1)
+    )
     try:
+        if text:
+            raise TypeError
         a = np.ascontiguousarray(np.asarray(v, dtype=np.float64).reshape(-1))
     except (TypeError, ValueError):
         raise PyggmlrValueError(f"{fn}: {name} must be numbers, got {plain(v)!r}") from None

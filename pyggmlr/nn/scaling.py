@@ -9,7 +9,7 @@ from typing import Any, Dict, Optional
 import numpy as np
 
 from .. import _core
-from .._args import check_int, check_num
+from .._args import check_int, check_num, show
 from .._core import lib
 from ..errors import ArgumentError, ShapeError
 from ..tensor import ArrayLike, Tensor, _wrap, ag_tensor
@@ -31,9 +31,12 @@ def _vec(v: Any, name: str, like: Optional[Tensor]) -> Tensor:
     if a is None or a.dtype.kind not in "iuf":
         a = None
     if a is None or a.ndim > 2 or (a.ndim == 2 and 1 not in a.shape) or a.size == 0:
-        shape = list(a.shape) if a is not None else type(v).__name__
+        dims = np.shape(v) if isinstance(v, np.ndarray) or a is not None else ()
+        got = show(v, False)  # a matrix by its shape, as R's (its values could be thousands)
+        if len(dims) >= 2:
+            got = f"a [{'x'.join(map(str, dims))}] {'matrix' if len(dims) == 2 else 'array'}"
         raise ArgumentError(
-            f"{FN}: {name} must be a non-empty numeric vector (one value per feature), got {shape}"
+            f"{FN}: {name} must be a non-empty numeric vector (one value per feature), got {got}"
         )
     return _as_tensor(a.astype(np.float64).reshape(-1, 1), FN, like)
 

@@ -2,6 +2,14 @@
 # statistics are buffers (the state dict and model files keep them, no optimizer sees them); the
 # core computes them (adapt), checks given ones and runs the op.
 
+# a refused mean / variance in the text: a matrix by its shape (its values could be thousands),
+# as Python's
+.norm_got <- function(v) {
+  d <- dim(v)
+  if (length(d) < 2L) return(.arg_show(v))
+  sprintf("a [%s] %s", paste(d, collapse = "x"), if (length(d) == 2L) "matrix" else "array")
+}
+
 .norm_vec <- function(v, name) {
   if (is_ag_tensor(v)) return(ag_tensor(v))
   if (!is.numeric(v) || is.factor(v) || length(v) == 0L ||
@@ -9,7 +17,7 @@
     .arg_fail("argument",
               paste0("ag_normalization: %s must be a non-empty numeric vector (one value per ",
                      "feature), got %s"),
-              name, .arg_show(v))
+              name, .norm_got(v))
   ag_tensor(matrix(as.double(v), ncol = 1L))
 }
 

@@ -17,7 +17,7 @@ if not r.available():
 
 pytestmark = pytest.mark.parity  # embeds R (rpy2): not in the sanitized run, which cannot host R
 
-from _rclass import R_CLASS  # noqa: E402
+from _rclass import R_CLASS, same_refusal  # noqa: E402
 
 import pyggmlr as pg  # noqa: E402
 
@@ -309,3 +309,49 @@ def test_dp_train_refuses_an_array_as_data():
         R_CLASS[pg.ArgumentError],
         "dp_train: data must be a list of samples, got matrix",
     ]
+
+
+@pytest.mark.parametrize(
+    "py_kw, r_args",
+    [
+        ({"min": None}, "min = NULL"),
+        ({"max": "2"}, 'max = "2"'),
+        ({"mean": [1, None]}, "mean = list(1, NULL)"),
+        ({"sd": None}, "sd = NULL"),
+    ],
+)
+def test_draw_parameters_that_are_not_numbers_are_refused_as_r(py_kw, r_args):
+    """R's runif / rnorm refuse NULL and text parameters ("invalid arguments"); Python read None
+    as NaN (with an "NAs produced" warning) and "2" as 2. Both refuse now, before any draw."""
+    fn = "runif" if {"min", "max"} & set(py_kw) else "rnorm"
+    g = pg.random.Generator(5)
+    with pytest.raises(pg.PyggmlrValueError, match=f"^{fn}: {next(iter(py_kw))} must be numbers"):
+        getattr(g, fn)(3, **py_kw)
+    after = float(g.runif(1)[0])
+    assert after == float(pg.random.Generator(5).runif(1)[0])  # no draw was made
+    got = r.run(
+        f"set.seed(5); e <- tryCatch({fn}(3, {r_args}), error = function(e) conditionMessage(e));"
+        " c(e, sprintf(\"%.17g\", runif(1)))"
+    )
+    assert got[0] == "invalid arguments" and float(got[1]) == after
+
+
+@pytest.mark.parametrize(
+    "py_v, r_v, py_got, r_got",
+    [
+        (np.ones((2, 2)), "matrix(1, 2, 2)", "a [2x2] matrix", None),
+        (np.ones((2, 2, 2)), "array(1, c(2, 2, 2))", "a [2x2x2] array", None),
+        ("a", '"a"', "str 'a'", '"a"'),
+    ],
+)
+def test_normalization_refusal_shows_a_matrix_by_its_shape(py_v, r_v, py_got, r_got):
+    """ag_normalization's refused mean: a matrix is shown by its shape in both languages (Python
+    showed the shape as a list, R deparsed every value); a scalar as each language shows it."""
+    text = "ag_normalization: mean must be a non-empty numeric vector (one value per feature), got "
+    same_refusal(
+        lambda: pg.ag_normalization(mean=py_v, variance=[1.0]),
+        f"ag_normalization(mean = {r_v}, variance = 1)",
+        pg.ArgumentError,
+        text + py_got,
+        text + (r_got or py_got),
+    )
