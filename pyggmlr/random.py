@@ -91,8 +91,13 @@ def _count(n: Any, fn: str) -> int:
 
 def _vec(v: Any, fn: str, name: str, empty_ok: bool = False):
     # None and text are refused, as R's "invalid arguments" (numpy would read NaN and "1.5")
-    text = v is None or np.asarray(v).dtype.kind in "USO" and any(
-        x is None or isinstance(x, (str, bytes)) for x in np.asarray(v, dtype=object).reshape(-1)
+    text = (
+        v is None
+        or np.asarray(v).dtype.kind in "USO"
+        and any(
+            x is None or isinstance(x, (str, bytes))
+            for x in np.asarray(v, dtype=object).reshape(-1)
+        )
     )
     try:
         if text:

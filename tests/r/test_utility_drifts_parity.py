@@ -331,7 +331,7 @@ def test_draw_parameters_that_are_not_numbers_are_refused_as_r(py_kw, r_args):
     assert after == float(pg.random.Generator(5).runif(1)[0])  # no draw was made
     got = r.run(
         f"set.seed(5); e <- tryCatch({fn}(3, {r_args}), error = function(e) conditionMessage(e));"
-        " c(e, sprintf(\"%.17g\", runif(1)))"
+        ' c(e, sprintf("%.17g", runif(1)))'
     )
     assert got[0] == "invalid arguments" and float(got[1]) == after
 
