@@ -90,17 +90,8 @@ def _count(n: Any, fn: str) -> int:
 
 
 def _vec(v: Any, fn: str, name: str, empty_ok: bool = False):
-    # None and text are refused, as R's "invalid arguments" (numpy would read NaN and "1.5")
-    text = (
-        v is None
-        or np.asarray(v).dtype.kind in "USO"
-        and any(
-            x is None or isinstance(x, (str, bytes))
-            for x in np.asarray(v, dtype=object).reshape(-1)
-        )
-    )
     try:
-        if text:
+        if _text_like(v):  # R's "invalid arguments" (numpy reads None as NaN, "1.5" as 1.5)
             raise TypeError
         a = np.ascontiguousarray(np.asarray(v, dtype=np.float64).reshape(-1))
     except (TypeError, ValueError):
@@ -108,6 +99,15 @@ def _vec(v: Any, fn: str, name: str, empty_ok: bool = False):
     if a.size < 1 and not empty_ok:
         raise PyggmlrValueError(f"{fn}: {name} must have at least one value")
     return a
+
+
+def _text_like(v: Any) -> bool:
+    """None, or None or text among the values."""
+    if v is None:
+        return True
+    if np.asarray(v).dtype.kind not in "USO":
+        return False
+    return any(x is None or isinstance(x, (str, bytes)) for x in np.asarray(v, object).reshape(-1))
 
 
 class Generator:
