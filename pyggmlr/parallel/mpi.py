@@ -24,7 +24,7 @@ import numpy as np
 from .. import _core, _walk
 from .._args import check_flag, check_int, check_real, plain
 from .._core import F32, F64, NULL, ffi, lib
-from ..errors import ArgumentError, PyggmlrError, PyggmlrValueError
+from ..errors import ArgumentError, PyggmlrError
 from ..optim.optimizer import _grads_handle
 from ..tape import Gradients
 from ..tensor import Tensor, _dtype_code
