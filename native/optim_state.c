@@ -108,6 +108,12 @@ static const char *show(char *buf, size_t n, const pg_host_value *v)
     }
 }
 
+int pg_optim_state_form_of(int has_type, int has_kind, int params_is_list)
+{
+    return !has_type && has_kind && params_is_list ? PG_OPTIM_STATE_FORM_LEGACY
+                                                   : PG_OPTIM_STATE_FORM_GGMLR;
+}
+
 pg_optim_state_in pg_optim_state_in_default(void)
 {
     pg_optim_state_in in;

@@ -85,6 +85,11 @@ typedef struct pg_optim_state_in {
     const pg_host_value *hyper;
     int64_t n_hyper;
 } pg_optim_state_in;
+/* A state's form, one rule for both hosts: LEGACY (pyggmlr's state() before ggmlR 0.8.6's
+ * layout) when it has no type but a kind and a list of params, else GGMLR. has_*: the key is there
+ * with a value; a key whose value is NULL / None counts as absent (R's reading, and how a JSON null
+ * arrives in R). */
+int pg_optim_state_form_of(int has_type, int has_kind, int params_is_list);
 /* all fields zero / absent, form GGMLR */
 pg_optim_state_in pg_optim_state_in_default(void);
 

@@ -13,7 +13,7 @@ from .._core import NULL, check, ffi, lib
 from .._host import HostValues
 from ..errors import ArgumentError
 from ..io.check import model_target
-from .labels import code_labels
+from .labels import category_ids, code_labels
 from .predict import _predict, check_threshold
 from .util import _as_cols
 
@@ -73,7 +73,7 @@ def ag_evaluate(
         loss = rec_loss
     check(lib.pg_metric_asked(fn.encode(), loss is not None, metrics is not None))
     ids = None if classes is None else code_labels(y, classes, fn, "y", "the model's classes")
-    Y = _as_cols(y if ids is None else ids, "y", fn)
+    Y = _as_cols(category_ids(y) if ids is None else ids, "y", fn)  # codes: R's factor
     o = np.asfortranarray(_predict(model, x, batch_size, fn), dtype=np.float64)
     t = np.asfortranarray(Y, dtype=np.float64)
     names, h = _names(metrics, fn), HostValues()

@@ -64,6 +64,17 @@ def _strings(y: Any) -> Optional[np.ndarray]:
     return a
 
 
+def category_ids(y: Any) -> Any:
+    """A Categorical / category Series as its codes, float64 0-based ids (missing: NaN), as R's
+    as.integer(factor) - 1 (ag_accuracy; ag_evaluate on a model without classes_); else y."""
+    cat = _categorical(y)
+    if cat is None:
+        return y
+    ids = cat[0].astype(np.float64)
+    ids[ids < 0] = np.nan
+    return ids
+
+
 def encode_labels(y: Any, validation_data: Any) -> Tuple[Any, Any, Optional[List[str]]]:
     """(y, validation_data, classes): labels as 0-based ids (float64, one per sample; -1 missing)
     and their list; anything else as given with classes None. validation_data's labels (a tuple's

@@ -15,7 +15,16 @@ from ..errors import ArgumentError, ShapeError
 from ..io.check import model_target
 from ..tape import ag_no_grad
 from ..tensor import ag_tensor
-from .util import _as_cols, _forward, _forward_fail, _input_rows, _model_dtype, _set_mode
+from .labels import category_ids
+from .util import (
+    _as_cols,
+    _forward,
+    _forward_fail,
+    _input_rows,
+    _model_dtype,
+    _return_state,
+    _set_mode,
+)
 
 __all__: List[str] = ["ag_predict", "ag_accuracy"]
 
@@ -78,7 +87,9 @@ def ag_predict(
 
 
 def _predict(model: Any, x: Any, batch_size: Any, fn: str) -> np.ndarray:
-    """ag_predict's work; fn: the user-facing function its errors name."""
+    """ag_predict's work; fn: the user-facing function its errors name. The model first (a
+    return_state layer, then no forward(x)), then x, then batch_size: R's order."""
+    _return_state(model, fn)
     if not (hasattr(model, "forward") or callable(model)):
         _forward_fail(model, fn)
     X = _as_cols(x, "x", fn, True)  # none: the core's text
@@ -119,7 +130,7 @@ def ag_accuracy(
     (bce_with_logits)."""
     fn = "ag_accuracy"
     threshold = check_threshold(threshold, fn)
-    Y = _as_cols(y, "y", fn)
+    Y = _as_cols(category_ids(y), "y", fn)  # a Categorical: its codes, as R's factor
     o = np.asfortranarray(_predict(model, x, batch_size, fn), dtype=np.float64)
     t = np.asfortranarray(Y, dtype=np.float64)
     v = ffi.new("double *")  # the rule (binary or arg-max) and the count: the core's, as R's

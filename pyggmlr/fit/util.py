@@ -26,9 +26,14 @@ __all__: List[str] = []
 # model helpers (work with nn modules and with any object with forward/parameters)
 
 
-def _forward(model, x, fn="ag_fit"):
-    if getattr(model, "return_state", False) is True:  # the core's text, as R's
+def _return_state(model, fn):
+    """A model with return_state set: refused, the core's text, as R's (.fit_forward_fn)."""
+    if getattr(model, "return_state", False) is True:
         check(lib.pg_fit_return_state(fn.encode(), str(model.name).encode("utf-8", "replace")))
+
+
+def _forward(model, x, fn="ag_fit"):
+    _return_state(model, fn)
     if hasattr(model, "forward"):
         out = model.forward(x)
     elif callable(model):

@@ -22,6 +22,7 @@ from typing import Any, Dict, List, Union
 
 import numpy as np
 
+from .. import _walk
 from .._args import check_int
 from .._core import check, ffi, last_message, lib
 from .._version import __version__
@@ -215,7 +216,7 @@ def _load(
         more = f.tensors("callback") if need_epoch else {}  # ag_fit's callback arrays
         if model is None and builder is not None:  # in dtype, else the file's (ggmlR: param_dtypes)
             model = f.build(builder)
-            if not callable(getattr(model, "parameters", None)):  # the core's text (ggmlR's)
+            if not _walk.is_model(model):  # params() too, as R's; else the core's text
                 shown = type(model).__name__.encode()
                 check(lib.pg_mf_arg_fail(lib.PG_MF_FN_LOAD, lib.PG_MF_BAD_BUILT, shown))
         # else rebuilt from the file's config (checked and matched against its tensors by

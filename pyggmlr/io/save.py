@@ -78,8 +78,8 @@ def ag_load_model(
     missing in file: / not in model:" and "shape mismatch for parameter 'x': model AxB vs file
     CxD" errors). Nothing is changed unless the whole file checks out. Returns the model, in
     eval mode. A truncated, corrupt or foreign file raises PyggmlrValueError."""
-    if model_fn is not None and model is None and callable(getattr(model_fn, "parameters", None)):
-        model, model_fn = model_fn, None  # a model object where ggmlR has the builder
+    if model_fn is not None and model is None and _walk.is_model(model_fn):
+        model, model_fn = model_fn, None  # a model object (parameters() or params(), as R's)
     # every argument before the file, as R's: path, model, then model_fn (ag_save_model's order)
     _path_arg(path, "ag_load_model()")
     if model is not None and not _walk.is_model(model):

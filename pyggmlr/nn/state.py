@@ -38,6 +38,8 @@ def _state_params(model: Any, caller: str) -> List[Tuple[str, Tensor]]:
     if not has or isinstance(model, Tensor):
         fail(0, NULL, None)
     got = _walk.source(model, "parameters", alt="params", own=False)
+    if isinstance(got, Tensor):  # one tensor has no name to key it by: refused, as R's
+        fail(-1, NULL, got)
     try:
         items = _walk.pairs(got)
     except TypeError:  # not iterable: no list of tensors

@@ -87,7 +87,10 @@ def load_state(opt: Any, st: Any) -> bool:
     is_map = isinstance(st, Mapping)
     get = st.get if is_map else (lambda k, d=None: d)
     # a state() of pyggmlr before ggmlR 0.8.6's layout (kind, params): the model files' layout
-    legacy = is_map and "type" not in st and "kind" in st and isinstance(st.get("params"), list)
+    # (the rule is the core's: a None value counts as absent, as R's NULL and a JSON null there)
+    has = [is_map and st.get(k) is not None for k in ("type", "kind")]
+    legacy = lib.pg_optim_state_form_of(*has, is_map and isinstance(st.get("params"), list))
+    legacy = legacy == _LEGACY
     # the state as the core's pg_optim_state_in, in its form; h keeps the buffers alive
     h, c = HostValues(), ffi.new("pg_optim_state_in *", lib.pg_optim_state_in_default())
     c.form, c.is_map = _LEGACY if legacy else _GGMLR, int(is_map)
@@ -112,6 +115,8 @@ def load_state(opt: Any, st: Any) -> bool:
         for j, lst in enumerate(lists):
             c.slot_len[j] = len(lst)
         sn = get("names")
+        if isinstance(sn, str):  # one name (a JSON "names": "w", as R's length-1 character)
+            sn = [sn]
         if isinstance(sn, (Sequence, np.ndarray)) and not isinstance(sn, (str, bytes, Mapping)):
             c.names_given, c.names, c.n_names = 1, h.strings([str(x) for x in sn]), len(sn)
         elif sn is not None:

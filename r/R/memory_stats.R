@@ -30,7 +30,7 @@ ag_get_threads <- function() .Call(R_pg_get_threads)
 ag_accuracy <- function(model, x, y, batch_size = 256L, threshold = NULL) {
   .check_threshold(threshold, "ag_accuracy")
   if (is.factor(y)) y <- as.integer(y) - 1L
-  bools <- is.logical(y) && is.null(dim(y))
+  bools <- is.logical(y)  # a logical matrix too: refused by the core's text, as Python's
   Y <- .fit_cols(y, "y", "ag_accuracy")
   out <- .predict(model, x, batch_size, "ag_accuracy")
   storage.mode(out) <- "double"

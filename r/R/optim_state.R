@@ -39,17 +39,20 @@
   parts <- .Call(R_pg_optim_state_parts, e$.h)
   st <- if (is.list(state)) state else list()
   # a state() of pyggmlr before ggmlR 0.8.6's layout: the model files' layout, parameter-major
-  # over the file slots; else slot-major (the core checks the counts first)
-  legacy <- is.null(st[["type"]]) && !is.null(st[["kind"]]) && is.list(st[["params"]])
+  # over the file slots; else slot-major (the core checks the counts first). The rule is the
+  # core's (a NULL value counts as absent), Python's too
+  form <- .Call(R_pg_optim_state_form, !is.null(st[["type"]]), !is.null(st[["kind"]]),
+                is.list(st[["params"]]))
+  legacy <- form == .pg$code$state_form[["LEGACY"]]
   if (legacy) {
     vals <- do.call(c, lapply(st[["params"]], function(p)
       lapply(parts$file_slots, function(s) if (is.list(p)) p[[s]])))
     slot_len <- length(st[["params"]])
   } else {
     sl <- st[["slots"]]
-    # a slot's per-parameter values: a list, a vector's elements, or one matrix (Python's rule:
-    # a sequence, or one value)
-    per <- function(v) if (is.list(v) || is.null(dim(v))) as.list(v) else list(v)
+    # a slot's per-parameter values: a list's entries, else one value (a matrix or a plain
+    # vector: not split into numbers, which as.list would do; Python's rule: a sequence, or one)
+    per <- function(v) if (is.list(v)) v else if (!is.null(v)) list(v)
     lists <- lapply(parts$slots, function(s) if (is.list(sl)) per(sl[[s]]))
     vals <- do.call(c, lists)
     slot_len <- lengths(lists)
@@ -58,7 +61,7 @@
   # kept for the warning's "changed" values
   sh <- if (is.list(st[["hyper"]]) && !is.null(names(st[["hyper"]]))) st[["hyper"]] else list()
   nm <- st[["names"]]  # names: characters or a list of them; else refused, as Python's
-  desc <- list(form = .pg$code$state_form[[if (legacy) "LEGACY" else "GGMLR"]],
+  desc <- list(form = form,
                is_map = is.list(state), format = .st_val(st[["format"]]),
                version = .st_val(st[["version"]]),
                type = .st_val(st[[if (legacy) "kind" else "type"]], TRUE),

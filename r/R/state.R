@@ -24,10 +24,11 @@
   p
 }
 
-# ggmlR's test for a sub-layer list (so the fields of a lone ag_linear are not descended)
+# the test for a sub-layer (so the fields of a lone ag_linear are not descended): an environment
+# or a list with forward(), parameters() or params(), Python's rule (an ag_layer has forward)
 .is_layer_like <- function(x) {
-  if (is.environment(x)) return(inherits(x, "ag_layer") || is.function(x[["forward"]]))
-  is.list(x) && (is.function(x[["params"]]) || is.function(x[["parameters"]]))
+  (is.environment(x) || is.list(x)) && !is_ag_tensor(x) &&
+    (is.function(x[["forward"]]) || is.function(x[["parameters"]]) || is.function(x[["params"]]))
 }
 
 # Buffers (batch-norm running statistics) as named tensors, with ggmlR 0.8.5's nested keys: a

@@ -204,6 +204,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_scoped", (DL_FUNC)&R_pg_scoped, 4},
     {"R_pg_optim_step_sum", (DL_FUNC)&R_pg_optim_step_sum, 2},
     {"R_pg_gradmap_build", (DL_FUNC)&R_pg_gradmap_build, 2},
+    {"R_pg_optim_state_form", (DL_FUNC)&R_pg_optim_state_form, 3},
     {"R_pg_optim_state_load", (DL_FUNC)&R_pg_optim_state_load, 3},
     {"R_pg_optim_state_check", (DL_FUNC)&R_pg_optim_state_check, 2},
     {"R_pg_optim_state_parts", (DL_FUNC)&R_pg_optim_state_parts, 1},

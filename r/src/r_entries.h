@@ -191,6 +191,7 @@ extern SEXP R_pg_scope(SEXP, SEXP);
 extern SEXP R_pg_scoped(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_optim_step_sum(SEXP, SEXP);
 extern SEXP R_pg_gradmap_build(SEXP, SEXP);
+extern SEXP R_pg_optim_state_form(SEXP, SEXP, SEXP);
 extern SEXP R_pg_optim_state_load(SEXP, SEXP, SEXP);
 extern SEXP R_pg_optim_state_check(SEXP, SEXP);
 extern SEXP R_pg_optim_state_parts(SEXP);

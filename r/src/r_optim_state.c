@@ -62,9 +62,11 @@ static void host_matrix(SEXP x, pg_host_matrix *m)
     m->present = 1;
     m->numeric = (TYPEOF(x) == REALSXP || TYPEOF(x) == INTSXP) && !Rf_isFactor(x);
     SEXP d = Rf_getAttrib(x, R_DimSymbol);
-    m->ndim = Rf_isNull(d) ? 0 : (int)XLENGTH(d);
+    /* a plain vector of several values: 1-D (Python's 1-D array); of one: a scalar (ndim 0) */
+    int flat = Rf_isNull(d) && Rf_isVectorAtomic(x) && XLENGTH(x) != 1;
+    m->ndim = flat ? 1 : Rf_isNull(d) ? 0 : (int)XLENGTH(d);
     int64_t *dims = (int64_t *)R_alloc(m->ndim > 0 ? m->ndim : 1, sizeof *dims);
-    for (int k = 0; k < m->ndim; k++) dims[k] = INTEGER(d)[k];
+    for (int k = 0; k < m->ndim; k++) dims[k] = flat ? XLENGTH(x) : INTEGER(d)[k];
     m->dims = dims;
     if (!m->numeric || m->ndim != 2) return;
     m->data = r_doubles(x);
@@ -106,6 +108,14 @@ static pg_optim_state_in describe(SEXP desc)
 }
 
 /* pg_optim_state_load: NULL, or the core's error raised classed */
+/* pg_optim_state_form_of: the state list's form (a NULL value counts as absent) */
+SEXP R_pg_optim_state_form(SEXP has_type, SEXP has_kind, SEXP params_is_list)
+{
+    return Rf_ScalarInteger(pg_optim_state_form_of(Rf_asLogical(has_type) == TRUE,
+                                                   Rf_asLogical(has_kind) == TRUE,
+                                                   Rf_asLogical(params_is_list) == TRUE));
+}
+
 SEXP R_pg_optim_state_load(SEXP h, SEXP desc, SEXP check_only)
 {
     pg_optim *o = r_get(h, R_OPTIM);

@@ -24,6 +24,11 @@ static void test_tables(void)
     CHECK(!pg_optim_is_flag(NULL));
     CHECK(!strcmp(pg_optim_kind_name(PG_OPTIM_KIND_SGD), "sgd") && !pg_optim_kind_name(9));
     CHECK(!strcmp(pg_optim_state_format(), "ggmlR.ag_opt_state"));
+    /* the legacy form: no type, a kind and a list of params (hosts pass a null as absent) */
+    CHECK(pg_optim_state_form_of(0, 1, 1) == PG_OPTIM_STATE_FORM_LEGACY);
+    CHECK(pg_optim_state_form_of(1, 1, 1) == PG_OPTIM_STATE_FORM_GGMLR);
+    CHECK(pg_optim_state_form_of(0, 0, 1) == PG_OPTIM_STATE_FORM_GGMLR);
+    CHECK(pg_optim_state_form_of(0, 1, 0) == PG_OPTIM_STATE_FORM_GGMLR);
 }
 
 /* R 4.2's format() of each value */
