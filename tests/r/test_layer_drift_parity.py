@@ -67,7 +67,7 @@ _CASES = [  # (id, Python call, R call, Python type, Python text, R text or None
      "ag_conv_transpose1d_op: dilation must be a number, got TRUE"),
     ("normalization mean", lambda: pg.ag_normalization(mean=True, variance=[1.0]),
      "ag_normalization(mean = TRUE, variance = 1)", pg.ArgumentError,
-     "ag_normalization: mean must be a non-empty numeric vector (one value per feature), got bool",
+     "ag_normalization: mean must be a non-empty numeric vector (one value per feature), got bool True",
      "ag_normalization: mean must be a non-empty numeric vector (one value per feature), got TRUE"),
     ("tensor dtype", lambda: pg.ag_tensor([1.0], dtype="i8"), 'ag_tensor(1, dtype = "i8")',
      pg.DTypeError, "ag_tensor: dtype must be 'f32' or 'f64', got 'i8'",
