@@ -104,8 +104,8 @@ int pg_fit_run_measures(const char *fn, const pg_host_value *has_val,
                        "%s: on_train_begin(fit): fit's has_accuracy must be a whole number (the "
                        "monitor mask, -1: unknown) or %s, got %s",
                        fn, none, text_of(a));
-    if (a->kind != PG_HOST_ABSENT && !(a->num >= -1 && a->num <= 2147483647.0 &&
-                                       a->num == floor(a->num)))
+    if (a->kind != PG_HOST_ABSENT &&
+        !(a->num >= -1 && a->num <= 2147483647.0 && a->num == floor(a->num)))
         return pg_fail(PG_STATUS_ERR_VALUE,
                        "%s: on_train_begin(fit): fit's has_accuracy must be a whole number (the "
                        "monitor mask, -1: unknown) or %s, got %s",

@@ -125,8 +125,9 @@ int pg_fit_callback_plan(int value, int top, const char *shown, int r_spelling, 
     if (value == PG_FIT_CB_HOOKS || value == PG_FIT_CB_FUNCTION)
         *action = top ? PG_FIT_CB_ONE : value == PG_FIT_CB_HOOKS ? PG_FIT_CB_KEEP : PG_FIT_CB_WRAP;
     else if (top && value == PG_FIT_CB_LIST) *action = PG_FIT_CB_ITEMS;
-    else return pg_fit_kind_fail(top ? PG_FIT_KIND_CALLBACKS : PG_FIT_KIND_CALLBACK, shown, 0,
-                                 r_spelling);
+    else
+        return pg_fit_kind_fail(top ? PG_FIT_KIND_CALLBACKS : PG_FIT_KIND_CALLBACK, shown, 0,
+                                r_spelling);
     return 0;
 }
 

@@ -170,7 +170,12 @@ enum pg_fit_cb_value {
     PG_FIT_CB_HOOKS = 2,
     PG_FIT_CB_LIST = 3
 };
-enum pg_fit_cb_action { PG_FIT_CB_ONE = 0, PG_FIT_CB_ITEMS = 1, PG_FIT_CB_WRAP = 2, PG_FIT_CB_KEEP = 3 };
+enum pg_fit_cb_action {
+    PG_FIT_CB_ONE = 0,
+    PG_FIT_CB_ITEMS = 1,
+    PG_FIT_CB_WRAP = 2,
+    PG_FIT_CB_KEEP = 3
+};
 int pg_fit_callback_plan(int value, int top, const char *shown, int r_spelling, int *action);
 /* Batch b (0-based) of the training part (val 0) or the validation part (val 1), gathered into
  * tensors the fit owns and reuses (new references; their values change at the next call of the

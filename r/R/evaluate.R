@@ -61,4 +61,3 @@ ag_evaluate <- function(model, x, y, metrics = NULL, batch_size = 256L, loss = N
   nm <- vapply(codes, function(c) .Call(R_pg_metric_name, c), "")
   c(nm, if (has_val && length(nm)) paste0("val_", nm))
 }
-

@@ -76,8 +76,8 @@ static void metrics_recorded(void)
     const char *names[1] = {"mae"};
     const int64_t need = pg_fit_ckpt_extra(t, hist, 1, 1, names, NAN, NAN, rng, 0, NULL, NULL, 0);
     char *extra = need > 0 ? malloc((size_t)need + 1) : NULL;
-    CHECK(extra && pg_fit_ckpt_extra(t, hist, 1, 1, names, NAN, NAN, rng, 0, NULL, extra,
-                                     need + 1) == need);
+    CHECK(extra &&
+          pg_fit_ckpt_extra(t, hist, 1, 1, names, NAN, NAN, rng, 0, NULL, extra, need + 1) == need);
     float w = 1;
     pg_st_tensor tw = {"W", PG_ST_DTYPE_F32, 2, 1, 1, &w};
     const char *keys[2] = {"epoch", "extra"}, *vals[2] = {"1", extra};

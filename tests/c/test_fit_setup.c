@@ -160,7 +160,8 @@ void test_fit_setup(void)
     CHECK(pg_fit_split_state(f, st1) == 0 && pg_fit_setup_split_state(s, st2) == 1);
     CHECK(!memcmp(st1, st2, sizeof st1));
     t = settings(s);
-    CHECK(t && strstr(t, "\"seed\": 7, \"split_state\": [") && strstr(t, "], \"weighted\": null, \"metrics\": []}"));
+    CHECK(t && strstr(t, "\"seed\": 7, \"split_state\": [") &&
+          strstr(t, "], \"weighted\": null, \"metrics\": []}"));
     CHECK(pg_json_check(t, (int64_t)strlen(t), "settings", 0) == 0);
     int32_t rng[PG_RNG_STATE_LEN];
     CHECK(pg_rng_get_state(r, rng) == 0);
