@@ -183,8 +183,9 @@ def ag_fit(
     training part is its first n - n_val entries, validation the rest), then per epoch
     sample.int(n_train) over the training part, and the dropout masks of the forward passes.
     callbacks: ag_early_stopping, ag_model_checkpoint, Callback objects or functions fn(epoch, logs)
-    (returning False stops), a sequence or a dict of them (R's named list), or one alone (a dict
-    whose "on_epoch_end" is a function is one callback of those hooks, as R's list).
+    (returning False stops), a list, tuple or dict of them (R's list; a string or another
+    iterable is refused), or one alone (a dict whose "on_epoch_end" is a function is one
+    callback of those hooks, as R's list).
     silent: no progress display (the same as progress="none"; it wins).
     progress: "auto" (default) and "bar" (verbose=1): one bar for the whole run (tqdm when
     installed; epoch, running loss / accuracy, the last epoch's val_loss / val_acc, ETA) and a
