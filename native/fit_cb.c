@@ -79,6 +79,55 @@ int pg_checkpoint_state_load(pg_checkpoint *c, int is_map, const pg_host_value *
     return rc || !c ? rc : pg_checkpoint_set_state(c, best, be);
 }
 
+/* ---- what a hand-written loop hands the callbacks ---- */
+
+static int is_num(const pg_host_value *v)
+{
+    return v->kind == PG_HOST_NUM || v->kind == PG_HOST_INT || v->kind == PG_HOST_BOOL;
+}
+
+static const char *text_of(const pg_host_value *v) { return v->text ? v->text : "?"; }
+
+int pg_fit_run_measures(const char *fn, const pg_host_value *has_val,
+                        const pg_host_value *has_accuracy, int r_spelling, int *val, int *mask)
+{
+    if (!fn || !has_val || !has_accuracy || !val || !mask)
+        return pg_fail(PG_STATUS_ERR_ARG, "pg_fit_run_measures(): NULL argument");
+    const char *none = r_spelling ? "NULL" : "None";
+    const pg_host_value *v = has_val, *a = has_accuracy;
+    if (v->kind != PG_HOST_ABSENT && !(is_num(v) && !isnan(v->num)))
+        return pg_fail(PG_STATUS_ERR_ARG,
+                       "%s: on_train_begin(fit): fit's has_val must be %s, got %s", fn,
+                       r_spelling ? "TRUE, FALSE or NULL" : "True, False or None", text_of(v));
+    if (a->kind != PG_HOST_ABSENT && !is_num(a))
+        return pg_fail(PG_STATUS_ERR_ARG,
+                       "%s: on_train_begin(fit): fit's has_accuracy must be a whole number (the "
+                       "monitor mask, -1: unknown) or %s, got %s",
+                       fn, none, text_of(a));
+    if (a->kind != PG_HOST_ABSENT &&
+        !(a->num >= -1 && a->num <= 2147483647.0 && a->num == floor(a->num)))
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "%s: on_train_begin(fit): fit's has_accuracy must be a whole number (the "
+                       "monitor mask, -1: unknown) or %s, got %s",
+                       fn, none, text_of(a));
+    *val = v->kind == PG_HOST_ABSENT || v->num != 0;
+    *mask = a->kind == PG_HOST_ABSENT ? -1 : (int)a->num;
+    return 0;
+}
+
+int pg_fit_log_values(const char *fn, const pg_host_value *v, int r_spelling, double *out)
+{
+    if (!fn || !v || !out) return pg_fail(PG_STATUS_ERR_ARG, "pg_fit_log_values(): NULL argument");
+    for (int k = 0; k < PG_FIT_LOG_ALL; k++) {
+        if (v[k].kind != PG_HOST_ABSENT && !is_num(&v[k]))
+            return pg_fail(PG_STATUS_ERR_ARG,
+                           "%s: logs' \"%s\" must be a number (%s: not measured), got %s", fn,
+                           pg_fit_log_name(k), r_spelling ? "NULL" : "None", text_of(&v[k]));
+        out[k] = v[k].kind == PG_HOST_ABSENT ? NAN : v[k].num;
+    }
+    return 0;
+}
+
 /* ---- the fields the callbacks show ---- */
 
 static pg_host_value hv(int kind, double num, const char *text)

@@ -119,6 +119,18 @@ int pg_fit_kind_fail(int what, const char *shown, int64_t epoch, int r_spelling)
     }
 }
 
+int pg_fit_callback_plan(int value, int top, const char *shown, int r_spelling, int *action)
+{
+    if (!action) return pg_fail(PG_STATUS_ERR_ARG, "pg_fit_callback_plan(): action is NULL");
+    if (value == PG_FIT_CB_HOOKS || value == PG_FIT_CB_FUNCTION)
+        *action = top ? PG_FIT_CB_ONE : value == PG_FIT_CB_HOOKS ? PG_FIT_CB_KEEP : PG_FIT_CB_WRAP;
+    else if (top && value == PG_FIT_CB_LIST) *action = PG_FIT_CB_ITEMS;
+    else
+        return pg_fit_kind_fail(top ? PG_FIT_KIND_CALLBACKS : PG_FIT_KIND_CALLBACK, shown, 0,
+                                r_spelling);
+    return 0;
+}
+
 /* "a 2x3x4 array" (or "a scalar") into buf */
 static const char *dims_text(char *buf, size_t cap, const int64_t *dims, int ndim)
 {

@@ -33,6 +33,18 @@ static int same(const pj_doc *a, int64_t i, const pj_doc *b, int64_t j)
     return ta != PJ_ARR && ta != PJ_OBJ; /* null, true, false */
 }
 
+/* arrays of the same strings (ag_fit(metrics =)'s names), in order */
+static int same_list(const pj_doc *a, int64_t i, const pj_doc *b, int64_t j)
+{
+    if (i < 0 || j < 0 || a->nodes[i].type != PJ_ARR || b->nodes[j].type != PJ_ARR ||
+        a->nodes[i].count != b->nodes[j].count)
+        return 0;
+    for (int64_t x = a->nodes[i].first, y = b->nodes[j].first; x >= 0 && y >= 0;
+         x = a->nodes[x].next, y = b->nodes[y].next)
+        if (a->nodes[x].type != PJ_STR || !same(a, x, b, y)) return 0;
+    return 1;
+}
+
 static int is_int32(const pj_doc *d, int64_t node)
 {
     const pj_node *x = &d->nodes[node];
@@ -139,6 +151,17 @@ static int check(const char *path, const pj_doc *x, int64_t epoch, const pj_doc 
                            "ag_fit: cannot resume: %s was %s in the checkpoint, now %s", RESUMED[i],
                            a, b);
         }
+    }
+    /* metrics: absent or null in checkpoints from before the record (they resume) */
+    int64_t mw = pj_get(x, st, "metrics"), mn = pj_get(s, 0, "metrics");
+    if (mw >= 0 && x->nodes[mw].type != PJ_NULL && !same_list(x, mw, s, mn)) {
+        char a[64], b[64];
+        show(x, mw, a, sizeof a);
+        show(s, mn, b, sizeof b);
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "ag_fit: cannot resume: metrics were %s in the checkpoint, now %s "
+                       "(resume with the checkpoint's metrics)",
+                       a, b);
     }
     int64_t seed = pj_get(x, st, "seed"), split = pj_get(x, st, "split_state");
     int32_t state[PG_RNG_STATE_LEN];

@@ -17,6 +17,8 @@ struct pg_fit_setup {
     int64_t world; /* 0: not set */
     int32_t split[PG_RNG_STATE_LEN];
     char *loss;
+    int64_t nmetrics;
+    int metrics[PG_FIT_LOG_ALL]; /* ag_fit(metrics =)'s codes, in their order */
 };
 
 pg_fit_setup_params pg_fit_setup_default_params(void)
@@ -127,6 +129,19 @@ int pg_fit_setup_seed(pg_fit_setup *s, int32_t seed)
     return 0;
 }
 
+int pg_fit_setup_metrics(pg_fit_setup *s, int64_t n, const int *codes)
+{
+    if (!s || n < 0 || n > PG_FIT_LOG_ALL || (n && !codes))
+        return pg_fail(PG_STATUS_ERR_ARG, "pg_fit_setup_metrics(): NULL or too many codes");
+    for (int64_t i = 0; i < n; i++)
+        if (!*pg_metric_name(codes[i]))
+            return pg_fail(PG_STATUS_ERR_ARG, "pg_fit_setup_metrics(): %d is no metric code",
+                           codes[i]);
+    s->nmetrics = n;
+    if (n) memcpy(s->metrics, codes, sizeof(int) * (size_t)n);
+    return 0;
+}
+
 int pg_fit_setup_resume(pg_fit_setup *s, const char *path, pg_fit_ckpt **out)
 {
     if (out) *out = NULL;
@@ -231,7 +246,10 @@ int64_t pg_fit_setup_settings(const pg_fit_setup *s, char *out, int64_t cap)
     pg_sbuf_printf(&b, ", \"split_state\": ");
     for (int i = 0; i < PG_RNG_STATE_LEN && s->info.has_split; i++)
         pg_sbuf_printf(&b, i ? ", %d" : "[%d", (int)s->split[i]);
-    pg_sbuf_printf(&b, "%s, \"weighted\": %s}", s->info.has_split ? "]" : "null",
+    pg_sbuf_printf(&b, "%s, \"weighted\": %s, \"metrics\": [", s->info.has_split ? "]" : "null",
                    s->p.weighted ? "true" : "null");
+    for (int64_t i = 0; i < s->nmetrics; i++) /* the names: no JSON escapes needed */
+        pg_sbuf_printf(&b, "%s\"%s\"", i ? ", " : "", pg_metric_name(s->metrics[i]));
+    pg_sbuf_printf(&b, "]}");
     return b.len;
 }

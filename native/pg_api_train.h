@@ -156,6 +156,27 @@ enum pg_fit_kind {
     PG_FIT_KIND_LOSS_VALUE = 8       /* the loss function returned no tensor */
 };
 int pg_fit_kind_fail(int what, const char *shown, int64_t epoch, int r_spelling);
+/* ag_fit(callbacks =), one value at a time (R's rule and Python's, once): value says what the
+ * front end sees (a pg_fit_cb_value: an object / environment / dict / named list whose
+ * on_epoch_end is a function is HOOKS before a function / callable is FUNCTION; a list / tuple /
+ * dict / named list of values is LIST); top: the argument itself, else one of its items.
+ * *action (a pg_fit_cb_action): the argument: ONE (a list of this one callback) or ITEMS (each
+ * item in turn); an item: WRAP (a function: its on_epoch_end) or KEEP (its hooks). Anything else
+ * is PG_FIT_KIND_CALLBACKS' refusal (the argument: a string is no list) or PG_FIT_KIND_CALLBACK's
+ * (an item), showing shown. */
+enum pg_fit_cb_value {
+    PG_FIT_CB_OTHER = 0,
+    PG_FIT_CB_FUNCTION = 1,
+    PG_FIT_CB_HOOKS = 2,
+    PG_FIT_CB_LIST = 3
+};
+enum pg_fit_cb_action {
+    PG_FIT_CB_ONE = 0,
+    PG_FIT_CB_ITEMS = 1,
+    PG_FIT_CB_WRAP = 2,
+    PG_FIT_CB_KEEP = 3
+};
+int pg_fit_callback_plan(int value, int top, const char *shown, int r_spelling, int *action);
 /* Batch b (0-based) of the training part (val 0) or the validation part (val 1), gathered into
  * tensors the fit owns and reuses (new references; their values change at the next call of the
  * same width). *yb is NULL without y. Returns the batch's width (samples on this rank), < 0 on

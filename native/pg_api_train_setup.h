@@ -59,6 +59,10 @@ int pg_fit_setup_get(const pg_fit_setup *s, pg_fit_setup_info *out);
 int pg_fit_setup_world(pg_fit_setup *s, int64_t world);
 /* ag_fit(seed =): the run's own stream's seed (a resumed run takes the checkpoint's instead). */
 int pg_fit_setup_seed(pg_fit_setup *s, int32_t seed);
+/* ag_fit(metrics =)'s codes (n pg_metric_code values, in the History's column order), recorded in
+ * the settings: a checkpoint that records other metrics is refused by the resume check (one
+ * without the record, from before it, resumes). Before pg_fit_setup_resume. */
+int pg_fit_setup_metrics(pg_fit_setup *s, int64_t n, const int *codes);
 /* ag_fit(resume_from = path): the checkpoint checked against the run's settings and handed out
  * as pg_fit_ckpt_open does (nothing written); the run takes its seed and split state. On failure
  * *out is NULL and the handle unchanged. */
@@ -79,6 +83,6 @@ int pg_fit_setup_plan(pg_fit_setup *s, const pg_fit *f);
 pg_fit *pg_fit_setup_new_plan(pg_fit_setup *s, pg_tensor *x, pg_tensor *y, int classify,
                               pg_rng *rng, pg_tensor *xv, pg_tensor *yv);
 /* The settings as a checkpoint records them (JSON: n, batch_size, nbatch_logical, val_split,
- * shuffle, loss, seed, split_state, weighted; null where none) for pg_fit_ckpt_extra. At most
+ * shuffle, loss, seed, split_state, weighted; null where none; metrics: the names' array) for pg_fit_ckpt_extra. At most
  * cap bytes (NUL included) to out, NULL to measure; returns the text's length, or -status. */
 int64_t pg_fit_setup_settings(const pg_fit_setup *s, char *out, int64_t cap);

@@ -197,6 +197,19 @@ int pg_checkpoint_state_load(pg_checkpoint *c, int is_map, const pg_host_value *
 /* The state's keys in v's order (0 "best", 1 "best_epoch", 2 "wait"; NULL past them): the
  * names both hosts look up in a state they read, and the JSON text's. */
 const char *pg_callback_state_key(int k);
+/* A run object's has_val / has_accuracy as the built-in callbacks' on_train_begin read them
+ * (ag_fit's, or a hand-written loop's; fn names the callback): absent (None / NULL) is unknown,
+ * *val 1 (validation counted as measured) and *mask -1 (every value measured); has_val a flag or
+ * a number (not 0: true); has_accuracy a whole number from -1 (the monitor mask: bit 0 accuracy,
+ * bit c metric code c) or a flag. Another kind is PG_STATUS_ERR_ARG, a fraction, NaN or a number
+ * out of range PG_STATUS_ERR_VALUE, naming fn and the field and showing v's text. */
+int pg_fit_run_measures(const char *fn, const pg_host_value *has_val,
+                        const pg_host_value *has_accuracy, int r_spelling, int *val, int *mask);
+/* An epoch's logs as the built-in callbacks' on_epoch_end read them (fn names the callback):
+ * v[k] the value named pg_fit_log_name(k), PG_FIT_LOG_ALL of them; absent (None / NULL, or not in
+ * the logs) is not measured (NaN), a number or a flag its value into out[k]; anything else (a
+ * string, a list) PG_STATUS_ERR_ARG naming fn and the key, showing v[k].text. */
+int pg_fit_log_values(const char *fn, const pg_host_value *v, int r_spelling, double *out);
 /* The settings and counters a built-in callback shows, one table for both front ends' fields
  * (ag_early_stopping: patience, min_delta, restore_best, monitor, mode, best, best_epoch, wait,
  * stopped_epoch; ag_model_checkpoint: every, save_best_only, monitor, mode, best, best_epoch):

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Mapping
 from typing import Any, List, Optional, Union
 
 from .. import _core
-from .._args import check_flag, check_int, check_num, r_num
+from .._args import check_flag, check_int, check_num, r_num, show
 from .._core import NULL, ffi, lib, text
 from .._host import HostValues
 from ..errors import ArgumentError
@@ -26,7 +25,10 @@ class Callback:
     """Base class. ag_fit calls on_train_begin(fit), on_batch_end(step, logs),
     on_epoch_end(epoch, logs) (return False to stop) and on_train_end(fit); ``fit`` exposes
     model, optimizer, history, nepoch and stop (set True to stop after this epoch). Callbacks
-    with state(): dict / load_state(dict) are saved in checkpoints and restored on resume."""
+    with state() -> dict (any JSON-able value) and load_state(dict) are saved in checkpoints and
+    restored on resume: ag_fit(resume_from=) calls load_state(state) with the saved value (the
+    built-ins' state() is a tuple (json, arrays): load_state(json, arrays) when it saved
+    arrays)."""
 
     def on_train_begin(self, fit):
         """Called once before the first epoch with the run state ``fit`` (model, optimizer,
@@ -93,9 +95,16 @@ class _Monitored(Callback):
     best: float = _f("best", "The last fit's best monitored value (inf / -inf before any).")
 
     def _begin_args(self, fit):
-        """(has validation data, counts accuracy) of the run (a hand-written loop's run object
-        may not say: then every value counts as measured)."""
-        return int(getattr(fit, "has_val", True)), int(getattr(fit, "has_accuracy", -1))
+        """(has validation data, the monitor mask) of the run by the core's rule and text
+        (pg_fit_run_measures, R's too): a hand-written loop's run object may not say, or say
+        None: then every value counts as measured."""
+        h, v, out = HostValues(), ffi.new("pg_host_value[2]"), ffi.new("int[2]")
+        for dst, k in zip(v, ("has_val", "has_accuracy")):
+            x = getattr(fit, k, None)
+            h.value(dst, x)
+            dst.text = h.text(show(x, kind=False))  # the refusal's display
+        _core.check(lib.pg_fit_run_measures(self._fn.encode(), v, v + 1, 0, out, out + 1))
+        return out[0], out[1]
 
     @property
     def _fn(self):
@@ -121,7 +130,7 @@ class _Monitored(Callback):
             raise ArgumentError(
                 f"{fn}: logs must be a dict of the epoch's values, got {type(logs).__name__}"
             )
-        return epoch, _log_values(logs)
+        return epoch, _log_values(logs, fn)
 
     def state(self):
         """(JSON-able counters, best weights or None): what a checkpoint saves for resuming (the
@@ -210,9 +219,18 @@ class ag_early_stopping(_Monitored):
 _LOG_NAMES = tuple(ffi.string(lib.pg_fit_log_name(i)).decode() for i in range(lib.PG_FIT_LOG_ALL))
 
 
-def _log_values(logs):
-    """An epoch's logs as the core reads them: PG_FIT_LOG_ALL values in its order."""
-    return ffi.new("double[]", [float(logs.get(k, math.nan)) for k in _LOG_NAMES])
+def _log_values(logs, fn="ag_fit"):
+    """An epoch's logs as the core reads them: PG_FIT_LOG_ALL values in its order, by its rule
+    and text (pg_fit_log_values, R's too: None is not measured, a non-number refused)."""
+    h, v = HostValues(), ffi.new("pg_host_value[]", len(_LOG_NAMES))
+    for dst, k in zip(v, _LOG_NAMES):
+        x = logs.get(k) if k else None
+        h.value(dst, x)
+        if dst.kind in (lib.PG_HOST_TEXT, lib.PG_HOST_OTHER):
+            dst.text = h.text(show(x, kind=False))
+    out = ffi.new("double[]", len(_LOG_NAMES))
+    _core.check(lib.pg_fit_log_values(fn.encode(), v, 0, out))
+    return out
 
 
 def _monitor_codes(fn, monitor, mode):
@@ -273,14 +291,15 @@ class ag_model_checkpoint(_Monitored):
             raise ArgumentError(
                 f"{fn}: path must be a file name (a single string), got {type(path).__name__}"
             )
+        # the arguments in the signature's order, as R's: path (checked now rather than after the
+        # first epoch: the core's rule, pg_checkpoint_path_check: {epoch} or {epoch:03d}, {{ and
+        # }}, a writable directory), every, save_best_only, then monitor and mode (the core's)
+        self.path = os.fspath(path)
+        _core.check(lib.pg_checkpoint_path_check(os.fsencode(self.path)))
         p = lib.pg_checkpoint_default_params()
         p.every = check_int(every, fn, "every", 1)
         p.best_only = int(check_flag(save_best_only, fn, "save_best_only"))
         p.mode, p.monitor = _monitor_codes(fn, monitor, mode)
-        # checked now rather than after the first epoch: the core's rule (pg_checkpoint_path_check:
-        # {epoch} or {epoch:03d}, {{ and }}, a writable directory)
-        self.path = os.fspath(path)
-        _core.check(lib.pg_checkpoint_path_check(os.fsencode(self.path)))
         self._make(p)
         self.saved: List[str] = []
 

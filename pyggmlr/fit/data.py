@@ -12,7 +12,7 @@ plan (pg_fit_new)."""
 from __future__ import annotations
 
 import numbers
-from typing import Any, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
@@ -20,6 +20,7 @@ from .. import _core
 from .._args import check_flag, plain
 from .._core import NULL, ffi, lib
 from ..data import ag_dataloader
+from .labels import code_labels, encode_labels
 from .util import _as_cols, kind_fail
 
 __all__: list = []
@@ -33,6 +34,7 @@ class FitData:
         self, x: Any, y: Any, validation_data: Any, batch_size: Any, shuffle: Any, seed: Any
     ) -> None:
         self.seed, self.xv, self.yv, self.fixed_split = seed, None, None, False
+        self.classes: Optional[List[str]] = None
         if isinstance(x, ag_dataloader):
             # only ag_fit's defaults exactly (32, True) leave the loader's settings alone: the
             # core's rule and texts (a bool is 0 / 1; not a number: NaN)
@@ -43,6 +45,8 @@ class FitData:
             if seed is None:
                 self.seed = getattr(x, "seed", None)
             x, y = x.x, x.y
+        # labels y (strings or a Categorical) as 0-based ids and their classes (fit/labels.py)
+        y, self.classes = encode_labels(y)
         self.x, self.y, self.batch_size, self.shuffle = x, y, batch_size, shuffle
         if validation_data is None:
             return
@@ -53,6 +57,9 @@ class FitData:
             kind_fail(lib.PG_FIT_KIND_VALIDATION_DATA, type(vd).__name__)
         self.xv = _as_cols(vd[0], "validation_data")  # a loader's x is never None
         yv = vd[1] if len(vd) == 2 else None
+        if yv is not None and self.classes is not None:  # coded with y's labels, as R's
+            ids = code_labels(yv, self.classes, "ag_fit", "validation_data's y", "y's labels", True)
+            yv = yv if ids is None else ids
         self.yv = None if yv is None else _as_cols(yv, "validation_data")
         self.fixed_split = True
 

@@ -75,17 +75,17 @@ def category_ids(y: Any) -> Any:
     return ids
 
 
-def encode_labels(y: Any, validation_data: Any) -> Tuple[Any, Any, Optional[List[str]]]:
-    """(y, validation_data, classes): labels as 0-based ids (float64, one per sample; -1 missing)
-    and their list; anything else as given with classes None. validation_data's labels (a tuple's
-    second entry) are coded with y's labels. check_labels checks them later, where R does."""
+def encode_labels(y: Any) -> Tuple[Any, Optional[List[str]]]:
+    """(y, classes): labels as 0-based ids (float64, one per sample; -1 missing) and their list;
+    anything else as given with classes None. validation_data's labels are coded with y's
+    (code_labels, fit/data.py); check_labels checks them later, where R does."""
     cat = _categorical(y)
     if cat is not None:
         codes, classes = cat
     else:
         a = _strings(y)
         if a is None:
-            return y, validation_data, None
+            return y, None
         h = HostValues()  # keeps the strings alive while the core reads them
         arr = h.strings(a)  # the classes in code-point order: the core's (as R's)
         buf = np.empty((2, a.size), dtype=np.int64)  # each label's class id, each class's first
@@ -93,14 +93,7 @@ def encode_labels(y: Any, validation_data: Any) -> Tuple[Any, Any, Optional[List
         k = lib.pg_labels_classes(arr, a.size, p, p + a.size)
         check(-k if k < 0 else 0)
         codes, classes = buf[0], [a[i] for i in buf[1, :k]]
-    ids = codes.astype(np.float64)  # -1: missing
-    if isinstance(validation_data, tuple) and len(validation_data) == 2:
-        vids = code_labels(
-            validation_data[1], classes, "ag_fit", "validation_data's y", "y's labels", True
-        )
-        if vids is not None:
-            validation_data = (validation_data[0], vids)
-    return ids, validation_data, classes
+    return codes.astype(np.float64), classes  # -1: missing
 
 
 def check_labels(ids: np.ndarray, classes: List[str], loss: str) -> None:

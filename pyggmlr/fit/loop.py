@@ -35,7 +35,7 @@ from .callbacks import batch_callbacks, hook
 from .data import FitData, verbosity  # loaders, validation_data, verbose
 from .evaluate import fit_metric_codes, fit_metrics_set
 from .history import History
-from .labels import check_labels, encode_labels
+from .labels import check_labels
 from .plan import FitPlan, FitSetup, Session, check_loss
 from .progress import FitProgress, progress_mode
 from .resume import Checkpoint, save_checkpoint
@@ -76,12 +76,40 @@ class _Fit:
     save_checkpoint = save_checkpoint  # (fit, path, epoch): resume.py's
 
 
-def _one_callback(cb: Any) -> bool:
-    """One callback rather than a list of them: an object with an on_epoch_end attribute, or a
-    dict whose "on_epoch_end" is a function (R's environment or named list of hooks)."""
-    if isinstance(cb, Mapping):
-        return callable(cb.get("on_epoch_end"))
-    return hasattr(cb, "on_epoch_end")
+def _cb_value(cb: Any) -> int:
+    """What ag_fit(callbacks=) sees in one value, as the core's pg_fit_cb_value (R's .cb_value
+    the same): hooks (an object, or a dict as R's named list, whose on_epoch_end is callable:
+    R's is.function), a callable, a list / tuple / dict (R's list), else other."""
+    f = cb.get("on_epoch_end") if isinstance(cb, Mapping) else getattr(cb, "on_epoch_end", None)
+    if callable(f):
+        return lib.PG_FIT_CB_HOOKS
+    if callable(cb):
+        return lib.PG_FIT_CB_FUNCTION
+    return lib.PG_FIT_CB_LIST if isinstance(cb, (list, tuple, Mapping)) else lib.PG_FIT_CB_OTHER
+
+
+def _cb_plan(cb: Any, top: bool) -> int:
+    """The core's action for one value (pg_fit_callback_plan), or its refusal."""
+    out = ffi.new("int *")
+    check(lib.pg_fit_callback_plan(_cb_value(cb), top, type(cb).__name__.encode(), 0, out))
+    return out[0]
+
+
+def _callbacks(callbacks: Any) -> List[Any]:
+    """ag_fit(callbacks=) as a list of objects with hooks: the core's rule, R's too."""
+    if _cb_plan(callbacks, True) == lib.PG_FIT_CB_ONE:
+        callbacks = [callbacks]  # one callback, as R's ag_fit(callbacks = cb)
+    elif isinstance(callbacks, Mapping):  # R's named list of callbacks: the names unused
+        callbacks = list(callbacks.values())
+    cbs: List[Any] = []
+    for cb in callbacks:  # a hook is a callable attribute (R's is.function), else absent
+        if _cb_plan(cb, False) == lib.PG_FIT_CB_WRAP:
+            cbs.append(SimpleNamespace(on_epoch_end=cb))
+        elif isinstance(cb, Mapping):  # R's named list of hooks
+            cbs.append(SimpleNamespace(**{k: v for k, v in cb.items() if isinstance(k, str)}))
+        else:
+            cbs.append(cb)
+    return cbs
 
 
 def ag_fit(
@@ -155,8 +183,9 @@ def ag_fit(
     training part is its first n - n_val entries, validation the rest), then per epoch
     sample.int(n_train) over the training part, and the dropout masks of the forward passes.
     callbacks: ag_early_stopping, ag_model_checkpoint, Callback objects or functions fn(epoch, logs)
-    (returning False stops), a sequence or a dict of them (R's named list), or one alone (a dict
-    whose "on_epoch_end" is a function is one callback of those hooks, as R's list).
+    (returning False stops), a list, tuple or dict of them (R's list; a string or another
+    iterable is refused), or one alone (a dict whose "on_epoch_end" is a function is one
+    callback of those hooks, as R's list).
     silent: no progress display (the same as progress="none"; it wins).
     progress: "auto" (default) and "bar" (verbose=1): one bar for the whole run (tqdm when
     installed; epoch, running loss / accuracy, the last epoch's val_loss / val_acc, ETA) and a
@@ -215,13 +244,13 @@ def ag_fit(
     outputs (the training batches as the model saw them in training mode, as keras). Checked
     against the loss before training; refused with distributed=True."""
     progress, silent = verbosity(verbose, progress, silent)
-    # labels as 0-based ids (fit/labels.py), checked against the loss with the targets, as R's
-    y, validation_data, classes = encode_labels(y, validation_data)
     flag = (bool, np.bool_)  # the core's texts: a truthy "a" must not start MPI
     ok = static is None or isinstance(static, flag)
     check(lib.pg_fit_flags_check(isinstance(distributed, flag), ok, 0))
+    # R's order: the loader, then labels y as 0-based ids (fit/labels.py; checked against the
+    # loss with the targets), then validation_data's x and y (coded with y's labels)
     data = FitData(x, y, validation_data, batch_size, shuffle, seed)
-    x, y = data.x, data.y
+    x, y, classes = data.x, data.y, data.classes
     batch_size, shuffle, seed = data.batch_size, data.shuffle, data.seed
     pmode = progress_mode(progress, silent)
     lossfn, loss_name, loss_code = _loss_fn(loss)
@@ -269,30 +298,14 @@ def ag_fit(
     rng_before = gen.get_state()  # the weights and the resume are checked
     try:  # a setup that fails (bad ids, a refused resume, ...) leaves the optimizer as it was
         # checked in R's order: before distributed / static; functions wrapped
-        if callable(callbacks) or _one_callback(callbacks):
-            callbacks = (callbacks,)  # one callback, as R's ag_fit(callbacks = cb)
-        elif isinstance(callbacks, Mapping):  # R's named list of callbacks: the names unused
-            callbacks = list(callbacks.values())
-        try:
-            callbacks = list(callbacks)
-        except TypeError:
-            kind_fail(lib.PG_FIT_KIND_CALLBACKS, type(callbacks).__name__)
-        cbs: List[Any] = []
-        for cb in callbacks:  # a hook is a callable attribute (R's is.function), else absent
-            if isinstance(cb, Mapping) and _one_callback(cb):  # R's named list of hooks
-                cbs.append(SimpleNamespace(**{k: v for k, v in cb.items() if isinstance(k, str)}))
-            elif hook(cb, "on_epoch_end") is not None:
-                cbs.append(cb)
-            elif callable(cb):
-                cbs.append(SimpleNamespace(on_epoch_end=cb))
-            else:
-                kind_fail(lib.PG_FIT_KIND_CALLBACK, type(cb).__name__)
+        cbs = _callbacks(callbacks)
         # static / distributed, the batch sizes over ranks and the run's settings (kept for the
         # resume check and the checkpoints) are the core's (native/fit_setup.c), R's too
         setup = FitSetup(static, loss_name, distributed=bool(distributed), n=n,
                          builtin=_builtin_model(model), batch_size=batch_size,
                          nbatch_logical=nbatch_logical, val_split=val_split, shuffle=bool(shuffle),
                          weighted=SW is not None or CW is not None)  # fmt: skip
+        setup.metrics(mcodes)  # recorded: a checkpoint of other metrics is refused (the core's)
         opt.accumulate_steps, opt.accum_count = setup.info.accum, 0  # nbatch_logical / batch_size
         sync = None
         if distributed:  # the same collectives as R's ag_fit (parallel/sync.py)

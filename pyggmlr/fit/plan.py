@@ -63,6 +63,11 @@ class FitSetup:
     world = _fwd(lib.pg_fit_setup_world, _get)  # ranks, then the info again
     seed = _fwd(lib.pg_fit_setup_seed, _get)
 
+    def metrics(self, codes: Any) -> None:
+        """ag_fit(metrics=)'s codes, recorded in the settings (the resume check compares them)."""
+        arr = ffi.new("int[]", list(codes) or [0])
+        _core.check(lib.pg_fit_setup_metrics(self._p, len(codes), arr))
+
 
 class FitPlan:
     """x, y: [F, n] / [K, n] arrays (y None: no targets) made the model's dtype; stream: the

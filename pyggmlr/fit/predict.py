@@ -90,7 +90,7 @@ def _predict(model: Any, x: Any, batch_size: Any, fn: str) -> np.ndarray:
     """ag_predict's work; fn: the user-facing function its errors name. The model first (a
     return_state layer, then no forward(x)), then x, then batch_size: R's order."""
     _return_state(model, fn)
-    if not (hasattr(model, "forward") or callable(model)):
+    if not (callable(getattr(model, "forward", None)) or callable(model)):  # R's is.function
         _forward_fail(model, fn)
     X = _as_cols(x, "x", fn, True)  # none: the core's text
     bs = check_int(batch_size, fn, "batch_size", 1)

@@ -24,7 +24,7 @@ def save_checkpoint(fit: Any, path: str, epoch: int) -> None:
     """Model, optimizer, epoch and the run's state (fit: ag_fit's _Fit) to path."""
     states, arrays = [], {}
     for i, cb in enumerate(fit.callbacks):
-        js, arr = cb.state() if callable(getattr(cb, "state", None)) else (None, None)
+        js, arr = _state_form(cb.state() if callable(getattr(cb, "state", None)) else None)
         states.append(None if js is None else to_json(js, "extra"))  # refused in the core's words
         for kind, d in zip((lib.PG_FIT_CKPT_PARAM, lib.PG_FIT_CKPT_BUFFER), arr or ()):
             arrays.update(
@@ -45,6 +45,12 @@ def save_checkpoint(fit: Any, path: str, epoch: int) -> None:
         hv.strings(states),
     )
     _save(fit.model, path, optimizer=fit.optimizer, epoch=epoch, extra_text=extra, more=arrays)
+
+
+def _state_form(st: Any) -> Any:
+    """A callback's state() as a checkpoint keeps it: (json, arrays): the built-ins' tuple as it
+    is, any other value (a JSON-able dict) the state itself without tensors (R's the same)."""
+    return st if isinstance(st, tuple) and len(st) == 2 else (st, None)
 
 
 class Checkpoint:
@@ -80,4 +86,5 @@ class Checkpoint:
     def load_callbacks(self, callbacks: List[Any], arrays: Dict[int, Any]) -> None:
         for i, (cb, st) in enumerate(zip(callbacks, self.states)):
             if st is not None and callable(getattr(cb, "load_state", None)):  # R's is.function
-                cb.load_state(st, arrays.get(i))
+                a = arrays.get(i)  # the callback's tensors too when the checkpoint has some
+                cb.load_state(st) if a is None else cb.load_state(st, a)

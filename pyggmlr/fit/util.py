@@ -34,8 +34,9 @@ def _return_state(model, fn):
 
 def _forward(model, x, fn="ag_fit"):
     _return_state(model, fn)
-    if hasattr(model, "forward"):
-        out = model.forward(x)
+    f = getattr(model, "forward", None)
+    if callable(f):  # a forward that is no function is none (R's is.function rule)
+        out = f(x)
     elif callable(model):
         out = model(x)
     else:
@@ -150,8 +151,8 @@ def _apply_hyper(opt, hp, epoch):
 def _builtin_model(model):
     """True when every layer is a built-in pyggmlr layer (the core's layer table, whose forwards
     run wholly in C ops a compiled graph replays), so ag_fit can compile its step by default."""
-    if isinstance(model, nn.ag_sequential):
-        return all(_builtin_model(m) for m in model.layers)
+    if isinstance(model, nn.ag_sequential):  # an empty one (layers emptied) is not: R's rule
+        return bool(model.layers) and all(_builtin_model(m) for m in model.layers)
     return type(model) in _BUILTIN_CLASSES
 
 

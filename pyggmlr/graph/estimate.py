@@ -165,7 +165,8 @@ def _measure_step(model, x, input_shape, y, loss_fn, batch_size, dtype_code, sta
     params = _model_params(model)
     weights = sum(_nbytes(t._p) for t in params)
     n_params = sum(lib.pg_tensor_numel(t._p) for t in params)
-    forward = model.forward if hasattr(model, "forward") else model
+    forward = getattr(model, "forward", None)
+    forward = forward if callable(forward) else model  # a forward that is no function: none
     if not callable(forward):
         _core.check(
             lib.pg_fit_model_fail(fn.encode(), 0, type(model).__name__.encode())

@@ -61,7 +61,3 @@ ag_evaluate <- function(model, x, y, metrics = NULL, batch_size = 256L, loss = N
   nm <- vapply(codes, function(c) .Call(R_pg_metric_name, c), "")
   c(nm, if (has_val && length(nm)) paste0("val_", nm))
 }
-
-# the monitors' has_accuracy: the run's mask (bit 0 accuracy, bit c metric code c); -1 for a
-# hand-written loop's run that does not say (everything counts as measured); FALSE / TRUE as 0 / 1
-.monitor_mask <- function(a) if (is.null(a)) -1L else as.integer(a)

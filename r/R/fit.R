@@ -81,21 +81,16 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
 
   tryCatch({
     # one callback (a function, an environment or named list with an on_epoch_end function),
-    # else a list of them (as Python's)
-    one <- function(cb) (is.environment(cb) || is.list(cb)) && is.function(cb[["on_epoch_end"]])
-    if (is.function(callbacks) || one(callbacks)) callbacks <- list(callbacks)
-    if (!is.list(callbacks)) .fit_kind_fail("CALLBACKS", class(callbacks)[[1L]])
-    cbs <- lapply(callbacks, function(cb) {
-      if (is.function(cb)) return(.fn_callback(cb))
-      if (one(cb)) return(cb)
-      .fit_kind_fail("CALLBACK", class(cb)[[1L]])
-    })
+    # else a list of them: the core's rule (pg_fit_callback_plan), Python's too
+    plan <- function(cb, top) .Call(R_pg_fit_callback_plan, .cb_value(cb), top, class(cb)[[1L]])
+    if (plan(callbacks, TRUE) == "one") callbacks <- list(callbacks)
+    cbs <- lapply(callbacks, function(cb) if (plan(cb, FALSE) == "wrap") .fn_callback(cb) else cb)
 
     # static / distributed, the batch sizes over ranks and the run's settings (kept for the resume
     # check and the checkpoints) are the core's (native/fit_setup.c), Python's too
     su <- .Call(R_pg_fit_setup_new, list(
       static_mode = static, distributed = isTRUE(distributed), n = n, batch_size = batch_size,
-      builtin = .builtin_model(model),
+      builtin = .builtin_model(model), metrics = as.integer(mcodes),
       nbatch_logical = nbatch_logical, val_split = val_split, shuffle = isTRUE(shuffle),
       loss = L$name, weighted = !is.null(SW) || !is.null(CW)))
     sync <- NULL
@@ -164,7 +159,8 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     fit$save_checkpoint <- function(path, epoch) {
       states <- more <- list()
       for (i in seq_along(cbs)) {
-        st <- if (is.function(cbs[[i]]$state)) cbs[[i]]$state() else NULL
+        # state(): a JSON-able value (a named list), or the built-ins' list(js =, arrays =)
+        st <- .cb_state_form(if (is.function(cbs[[i]]$state)) cbs[[i]]$state())
         states[i] <- list(if (!is.null(st$js)) .to_json(st$js, "extra"))
         more <- c(more, .Call(R_pg_fit_ckpt_more, i - 1L, st$arrays, fit$file_dtype))
       }
@@ -175,8 +171,11 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     }
     for (cb in cbs) if (is.function(cb$on_train_begin)) cb$on_train_begin(fit)
     for (i in seq_len(min(length(cbs), length(res$callbacks))))
-      if (!is.null(res$callbacks[[i]]) && is.function(cbs[[i]]$load_state))
-        cbs[[i]]$load_state(res$callbacks[[i]], res$arrays[[i]])
+      if (!is.null(res$callbacks[[i]]) && is.function(cbs[[i]]$load_state)) {
+        # the callback's tensors too when the checkpoint has some (as Python's)
+        if (is.null(res$arrays[[i]])) cbs[[i]]$load_state(res$callbacks[[i]])
+        else cbs[[i]]$load_state(res$callbacks[[i]], res$arrays[[i]])
+      }
 
     on.exit({
       opt$zero_grad()

@@ -3,6 +3,23 @@
 
 .fn_callback <- function(fn) list(on_epoch_end = fn)
 
+# what ag_fit(callbacks =) sees in one value, as the core's pg_fit_cb_value codes (Python's the
+# same): hooks (an environment or list whose on_epoch_end is a function) 2, a function 1, a list 3
+.cb_value <- function(cb) {
+  if ((is.environment(cb) || is.list(cb)) && is.function(cb[["on_epoch_end"]])) return(2L)
+  if (is.function(cb)) 1L else if (is.list(cb)) 3L else 0L
+}
+
+# a callback's state() as a checkpoint keeps it: the built-ins' list(js =, arrays =) as it is,
+# any other value (a JSON-able named list) the state itself, without tensors (as Python's)
+.cb_state_form <- function(st) {
+  if (is.list(st) && identical(names(st), c("js", "arrays"))) st else list(js = st, arrays = NULL)
+}
+
+# a run object's has_val / has_accuracy (NULL: unknown) by the core's rule and text
+.cb_measures <- function(fit, fn) .Call(R_pg_fit_run_measures, fn, fit$has_val, fit$has_accuracy,
+                                        .arg_show)
+
 # The rule (which value, which direction, improved, stop, restore) is the core's (fit_stop.c);
 # the environment keeps the best weights' snapshot and reads its fields from the core.
 ag_early_stopping <- function(patience = 5L, min_delta = 0, restore_best = TRUE, monitor = NULL,
@@ -14,14 +31,15 @@ ag_early_stopping <- function(patience = 5L, min_delta = 0, restore_best = TRUE,
   e <- .cb_env(.Call(R_pg_early_stop_new, patience, min_delta, restore_best, mode, monitor), TRUE)
   e$on_train_begin <- function(fit) {
     .cb_run(fit, fn, "on_train_begin", "model")
-    # (a hand-written loop's run object may not say: then every value counts as measured)
-    .Call(R_pg_early_stop_begin, e$.ptr, !isFALSE(fit$has_val), .monitor_mask(fit$has_accuracy))
+    # (a hand-written loop's run object may not say, or say NULL: every value counts as measured)
+    m <- .cb_measures(fit, fn)
+    .Call(R_pg_early_stop_begin, e$.ptr, m[[1L]], m[[2L]])
     e$fit <- fit
     e$best_weights <- NULL
   }
   e$on_epoch_end <- function(epoch, logs) {
     epoch <- .cb_epoch(epoch, logs, fn)  # as Python's
-    act <- .Call(R_pg_early_stop_update, e$.ptr, epoch, logs)
+    act <- .Call(R_pg_early_stop_update, e$.ptr, epoch, logs, .arg_show)
     if (act == .pg$code$early_stop[["SNAPSHOT"]])  # a new best with restore_best (the core's)
       e$best_weights <- .snapshot(e$fit$model)
     if (act == .pg$code$early_stop[["STOP"]]) FALSE else NULL

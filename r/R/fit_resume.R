@@ -7,11 +7,13 @@
 ag_model_checkpoint <- function(path, every = 1L, save_best_only = FALSE, monitor = NULL,
                                 mode = "auto") {
   fn <- "ag_model_checkpoint"
+  # the arguments in the signature's order, as Python's: path (its kind, then the core's rule,
+  # checked now rather than after the first epoch: {epoch}, {{ }}, the directory), every,
+  # save_best_only, then monitor and mode (the core's pg_monitor_args)
   .path_string(path, fn)  # "": the core's text (below)
+  .Call(R_pg_checkpoint_path, path.expand(path), NULL)
   every <- .arg_int(every, fn, "every", 1L)
   save_best_only <- .arg_flag(save_best_only, fn, "save_best_only")
-  # checked now rather than after the first epoch: the core's rule ({epoch}, {{ }}, the directory)
-  .Call(R_pg_checkpoint_path, path.expand(path), NULL)
   e <- .cb_env(.Call(R_pg_checkpoint_new, every, save_best_only, mode, monitor), FALSE)
   e$path <- path
   e$saved <- character(0)
@@ -24,13 +26,13 @@ ag_model_checkpoint <- function(path, every = 1L, save_best_only = FALSE, monito
       .pg_stop("state", paste0("ag_model_checkpoint: the run's random stream has no state to ",
                                "save (RNGkind() is not R's default); pass ag_fit(seed = ) or ",
                                "use RNGkind(\"default\", \"default\")"))
-    .Call(R_pg_checkpoint_begin, e$.ptr, nepoch, !isFALSE(fit$has_val),
-          .monitor_mask(fit$has_accuracy))
+    m <- .cb_measures(fit, fn)
+    .Call(R_pg_checkpoint_begin, e$.ptr, nepoch, m[[1L]], m[[2L]])
     e$fit <- fit
   }
   e$on_epoch_end <- function(epoch, logs) {
     epoch <- .cb_epoch(epoch, logs, "ag_model_checkpoint")  # as Python's
-    if (.Call(R_pg_checkpoint_update, e$.ptr, epoch, logs)) {
+    if (.Call(R_pg_checkpoint_update, e$.ptr, epoch, logs, .arg_show)) {
       p <- .Call(R_pg_checkpoint_path, e$path, epoch)
       e$fit$save_checkpoint(p, epoch)
       e$saved <- c(e$saved, p)

@@ -36,7 +36,23 @@ SEXP R_pg_fit_setup_new(SEXP a)
     if ((v = field(a, "loss"))) p.loss = Rf_translateCharUTF8(STRING_ELT(v, 0));
     pg_fit_setup *s = NULL;
     r_check(pg_fit_setup_new(&p, &s));
+    if ((v = field(a, "metrics")) && TYPEOF(v) == INTSXP) { /* ag_fit(metrics =)'s codes */
+        int rc = pg_fit_setup_metrics(s, (int64_t)XLENGTH(v), INTEGER(v));
+        if (rc) pg_fit_setup_free(s);
+        r_check(rc);
+    }
     return r_wrap(s, R_FIT_SETUP);
+}
+
+/* ag_fit(callbacks =)'s rule (pg_fit_callback_plan): value a pg_fit_cb_value code, top the
+ * argument itself; "one", "items", "wrap" or "keep", or the core's refusal showing shown */
+SEXP R_pg_fit_callback_plan(SEXP value, SEXP top, SEXP shown)
+{
+    static const char *const ACTIONS[] = {"one", "items", "wrap", "keep"};
+    int action = 0;
+    r_check(pg_fit_callback_plan(Rf_asInteger(value), Rf_asLogical(top) == 1,
+                                 Rf_translateCharUTF8(STRING_ELT(shown, 0)), 1, &action));
+    return Rf_mkString(ACTIONS[action]);
 }
 
 /* list(seed (NULL: none), has_split_state, accum); the static mode is the session's to read */

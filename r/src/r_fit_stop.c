@@ -52,27 +52,68 @@ SEXP R_pg_early_stop_begin(SEXP h, SEXP has_val, SEXP has_accuracy)
     return R_NilValue;
 }
 
-/* logs: the epoch's named list, read by the core's names into v (NaN where absent) */
-static void log_values(SEXP logs, double *v)
+/* x as the core's host value: NULL absent; one logical (NA: NaN), integer or double without a
+ * class a flag or number; one string text; anything else other. The text (R's display, show(x):
+ * .arg_show; NULL: none) for the kinds the core refuses, and for every kind when always is set. */
+static void host_of(SEXP x, SEXP show, int always, pg_host_value *v)
 {
-    SEXP nm = Rf_getAttrib(logs, R_NamesSymbol);
-    for (int k = 0; k < PG_FIT_LOG_ALL; k++) { /* ag_fit(metrics =)'s columns too */
-        v[k] = R_NaN;
-        for (R_xlen_t i = 0; TYPEOF(logs) == VECSXP && !Rf_isNull(nm) && i < XLENGTH(logs); i++) {
-            SEXP e = VECTOR_ELT(logs, i);
-            if (strcmp(CHAR(STRING_ELT(nm, i)), pg_fit_log_name(k)) == 0 && Rf_isNumeric(e) &&
-                XLENGTH(e) == 1)
-                v[k] = Rf_asReal(e);
-        }
+    memset(v, 0, sizeof *v);
+    const int one = !Rf_isNull(x) && XLENGTH(x) == 1 && !OBJECT(x);
+    if (Rf_isNull(x)) v->kind = PG_HOST_ABSENT;
+    else if (one && TYPEOF(x) == LGLSXP)
+        v->kind = PG_HOST_BOOL, v->num = LOGICAL(x)[0] == NA_LOGICAL ? R_NaN : LOGICAL(x)[0] != 0;
+    else if (one && (TYPEOF(x) == INTSXP || TYPEOF(x) == REALSXP))
+        v->kind = TYPEOF(x) == INTSXP ? PG_HOST_INT : PG_HOST_NUM, v->num = Rf_asReal(x);
+    else v->kind = one && TYPEOF(x) == STRSXP ? PG_HOST_TEXT : PG_HOST_OTHER;
+    if (!Rf_isNull(show) && (always || v->kind == PG_HOST_TEXT || v->kind == PG_HOST_OTHER)) {
+        SEXP q = PROTECT(Rf_lang2(Rf_install("quote"), x));
+        SEXP t = PROTECT(Rf_eval(PROTECT(Rf_lang2(show, q)), R_GlobalEnv));
+        const char *c = Rf_isString(t) && XLENGTH(t) ? Rf_translateCharUTF8(STRING_ELT(t, 0)) : "?";
+        v->text = strcpy(R_alloc(strlen(c) + 1, 1), c); /* to the .Call's end */
+        UNPROTECT(3);
     }
 }
 
+/* logs: the epoch's named list, read by the core's names and rule into v (NaN where absent;
+ * fn's refusal naming the key for a value that is no number, shown by show) */
+static void log_values(const char *fn, SEXP logs, SEXP show, double *v)
+{
+    SEXP nm = Rf_getAttrib(logs, R_NamesSymbol);
+    pg_host_value h[PG_FIT_LOG_ALL];
+    for (int k = 0; k < PG_FIT_LOG_ALL; k++) { /* ag_fit(metrics =)'s columns too */
+        SEXP e = R_NilValue;
+        for (R_xlen_t i = 0; TYPEOF(logs) == VECSXP && !Rf_isNull(nm) && i < XLENGTH(logs); i++)
+            if (strcmp(CHAR(STRING_ELT(nm, i)), pg_fit_log_name(k)) == 0) {
+                e = VECTOR_ELT(logs, i);
+                break;
+            }
+        host_of(e, show, 0, &h[k]);
+    }
+    r_check(pg_fit_log_values(fn, h, 1, v));
+}
+
+/* a run object's has_val / has_accuracy by the core's rule (fn's refusal, shown by show):
+ * list(has_val, the monitor mask) for the callbacks' begin */
+SEXP R_pg_fit_run_measures(SEXP fn, SEXP has_val, SEXP has_accuracy, SEXP show)
+{
+    pg_host_value v, a;
+    host_of(has_val, show, 1, &v);
+    host_of(has_accuracy, show, 1, &a);
+    int val, mask;
+    r_check(pg_fit_run_measures(Rf_translateCharUTF8(STRING_ELT(fn, 0)), &v, &a, 1, &val, &mask));
+    SEXP out = PROTECT(Rf_allocVector(VECSXP, 2));
+    SET_VECTOR_ELT(out, 0, Rf_ScalarLogical(val));
+    SET_VECTOR_ELT(out, 1, Rf_ScalarInteger(mask));
+    UNPROTECT(1);
+    return out;
+}
+
 /* the action code (enum pg_early_stop_action) of the epoch's logs */
-SEXP R_pg_early_stop_update(SEXP h, SEXP epoch, SEXP logs)
+SEXP R_pg_early_stop_update(SEXP h, SEXP epoch, SEXP logs, SEXP show)
 {
     pg_early_stop *es = r_get(h, R_EARLY_STOP);
     double v[PG_FIT_LOG_ALL];
-    log_values(logs, v);
+    log_values(FN, logs, show, v);
     int action;
     r_check(pg_early_stop_update(es, count_arg(epoch), v, &action));
     return Rf_ScalarInteger(action);
@@ -105,10 +146,10 @@ SEXP R_pg_checkpoint_begin(SEXP h, SEXP nepoch, SEXP has_val, SEXP has_accuracy)
 }
 
 /* TRUE when this epoch writes the checkpoint */
-SEXP R_pg_checkpoint_update(SEXP h, SEXP epoch, SEXP logs)
+SEXP R_pg_checkpoint_update(SEXP h, SEXP epoch, SEXP logs, SEXP show)
 {
     double v[PG_FIT_LOG_ALL];
-    log_values(logs, v);
+    log_values("ag_model_checkpoint", logs, show, v);
     int save;
     r_check(pg_checkpoint_update(r_get(h, R_CHECKPOINT), count_arg(epoch), v, &save));
     return Rf_ScalarLogical(save);
@@ -244,7 +285,7 @@ static int64_t status_line(void *c, char *buf, int64_t cap)
 SEXP R_pg_fit_epoch_line(SEXP logs, SEXP epoch, SEXP nepoch)
 {
     double v[PG_FIT_LOG_ALL];
-    log_values(logs, v);
+    log_values("ag_fit", logs, R_NilValue, v); /* ag_fit's own: numbers */
     line_ctx x = {v, NULL, count_arg(epoch), count_arg(nepoch), 0, 0};
     return core_text(epoch_line(&x, NULL, 0), epoch_line, &x);
 }
@@ -254,7 +295,7 @@ SEXP R_pg_fit_epoch_line(SEXP logs, SEXP epoch, SEXP nepoch)
 SEXP R_pg_fit_status_line(SEXP running, SEXP last)
 {
     double v[PG_FIT_LOG_ALL];
-    if (!Rf_isNull(last)) log_values(last, v);
+    if (!Rf_isNull(last)) log_values("ag_fit", last, R_NilValue, v);
     if (TYPEOF(running) != REALSXP || XLENGTH(running) != 2)
         Rf_error("internal: bad running values for the status line");
     line_ctx x = {NULL, Rf_isNull(last) ? NULL : v, 0, 0, REAL(running)[0], REAL(running)[1]};

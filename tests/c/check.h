@@ -79,6 +79,7 @@ void test_fit_cb(void);
 void test_fit_resume(void);
 void test_fit_ckpt(void);
 void test_fit_setup(void);
+void test_fit_drifts3(void);
 void test_fit_history(void);
 void test_fit_loss(void);
 void test_layer_config(void);

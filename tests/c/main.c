@@ -61,6 +61,7 @@ int main(void)
     run("resume checks", test_fit_resume);
     run("checkpoint run state", test_fit_ckpt);
     run("fit set-up", test_fit_setup);
+    run("fit drifts 3", test_fit_drifts3);
     run("history table", test_fit_history);
     run("loss table", test_fit_loss);
     run("layer configs", test_layer_config);

@@ -85,7 +85,7 @@ void test_fit_setup(void)
           !strcmp(t,
                   "{\"n\": 100, \"batch_size\": 4, \"nbatch_logical\": 4, \"val_split\": "
                   "0.25, \"shuffle\": false, \"loss\": \"my \\\"loss\\\"\", \"seed\": "
-                  "null, \"split_state\": null, \"weighted\": null}"));
+                  "null, \"split_state\": null, \"weighted\": null, \"metrics\": []}"));
     char small[8];
     CHECK(pg_fit_setup_settings(s, small, sizeof small) == (int64_t)strlen(t));
     CHECK(strlen(small) == 7 && !strncmp(small, t, 7));
@@ -135,7 +135,7 @@ void test_fit_setup(void)
     CHECK(pg_fit_setup_get(s, &i) == 0 && i.batch_size == 12);
     t = settings(s);
     CHECK(t && strstr(t, "\"batch_size\": 12, \"nbatch_logical\": 24, \"val_split\": 0,"));
-    CHECK(t && strstr(t, "\"weighted\": true}"));
+    CHECK(t && strstr(t, "\"weighted\": true, \"metrics\": []}"));
     free(t);
     pg_fit_setup_free(s);
 
@@ -160,7 +160,8 @@ void test_fit_setup(void)
     CHECK(pg_fit_split_state(f, st1) == 0 && pg_fit_setup_split_state(s, st2) == 1);
     CHECK(!memcmp(st1, st2, sizeof st1));
     t = settings(s);
-    CHECK(t && strstr(t, "\"seed\": 7, \"split_state\": [") && strstr(t, "], \"weighted\": null}"));
+    CHECK(t && strstr(t, "\"seed\": 7, \"split_state\": [") &&
+          strstr(t, "], \"weighted\": null, \"metrics\": []}"));
     CHECK(pg_json_check(t, (int64_t)strlen(t), "settings", 0) == 0);
     int32_t rng[PG_RNG_STATE_LEN];
     CHECK(pg_rng_get_state(r, rng) == 0);
