@@ -83,6 +83,7 @@ int pg_fit_setup_plan(pg_fit_setup *s, const pg_fit *f);
 pg_fit *pg_fit_setup_new_plan(pg_fit_setup *s, pg_tensor *x, pg_tensor *y, int classify,
                               pg_rng *rng, pg_tensor *xv, pg_tensor *yv);
 /* The settings as a checkpoint records them (JSON: n, batch_size, nbatch_logical, val_split,
- * shuffle, loss, seed, split_state, weighted; null where none; metrics: the names' array) for pg_fit_ckpt_extra. At most
- * cap bytes (NUL included) to out, NULL to measure; returns the text's length, or -status. */
+ * shuffle, loss, seed, split_state, weighted; null where none; metrics: the names' array) for
+ * pg_fit_ckpt_extra. At most cap bytes (NUL included) to out, NULL to measure; returns the
+ * text's length, or -status. */
 int64_t pg_fit_setup_settings(const pg_fit_setup *s, char *out, int64_t cap);

@@ -50,7 +50,8 @@ def save_checkpoint(fit: Any, path: str, epoch: int) -> None:
 def _state_form(st: Any) -> Any:
     """A callback's state() as a checkpoint keeps it: (json, arrays): the built-ins' tuple as it
     is, any other value (a JSON-able dict) the state itself without tensors (R's the same)."""
-    return st if isinstance(st, tuple) and len(st) == 2 else (st, None)
+    pair = isinstance(st, tuple) and len(st) == 2 and isinstance(st[1], (tuple, type(None)))
+    return st if pair else (st, None)  # a user's (3, 4) is a state, not (json, arrays)
 
 
 class Checkpoint:

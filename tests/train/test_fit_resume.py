@@ -287,3 +287,27 @@ def test_resume_refuses_a_history_that_is_not_the_epochs_done(tmp_path, case):
     assert all(np.array_equal(t.numpy(), before[k]) for k, t in m2.parameters().items())
     h = pg.ag_fit(m2, x, y, nepoch=3, batch_size=8, seed=1, silent=True, resume_from=f)
     assert list(h.epoch) == [1, 2, 3]  # the file as written resumes
+
+
+class _PairState(pg.Callback):
+    """A user callback whose state() is a 2-tuple: a JSON-able state, not the built-ins'
+    (json, arrays) pair."""
+
+    def __init__(self):
+        self.loaded = None
+
+    def state(self):
+        return (3, 4)
+
+    def load_state(self, st):
+        self.loaded = st
+
+
+def test_a_user_state_that_is_a_pair_is_saved_as_it_is(tmp_path):
+    p = str(tmp_path / "ck.st")
+    x, y = np.arange(8.0).reshape(2, 4), np.array([[0.0, 1, 0, 1]])
+    kw = dict(loss="mse", batch_size=2, silent=True, seed=1)
+    pg.ag_fit(pg.ag_linear(2, 1), x, y, nepoch=1, callbacks=[_PairState(), pg.ag_model_checkpoint(p)], **kw)  # fmt: skip
+    c = _PairState()
+    pg.ag_fit(pg.ag_linear(2, 1), x, y, nepoch=2, callbacks=[c], resume_from=p, **kw)
+    assert c.loaded == [3, 4]  # JSON's array
