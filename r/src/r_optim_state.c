@@ -107,7 +107,6 @@ static pg_optim_state_in describe(SEXP desc)
     return in;
 }
 
-/* pg_optim_state_load: NULL, or the core's error raised classed */
 /* pg_optim_state_form_of: the state list's form (a NULL value counts as absent) */
 SEXP R_pg_optim_state_form(SEXP has_type, SEXP has_kind, SEXP params_is_list)
 {
@@ -116,6 +115,7 @@ SEXP R_pg_optim_state_form(SEXP has_type, SEXP has_kind, SEXP params_is_list)
                                                    Rf_asLogical(params_is_list) == TRUE));
 }
 
+/* pg_optim_state_load: NULL, or the core's error raised classed */
 SEXP R_pg_optim_state_load(SEXP h, SEXP desc, SEXP check_only)
 {
     pg_optim *o = r_get(h, R_OPTIM);
